@@ -1,0 +1,56 @@
+# volfence.csi — the two commands that matter are `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PY := $(VENV)/bin/python
+LAB := /usr/bin/python3 tests/lab/lab.py
+NODE ?= node-b
+
+.PHONY: help setup demo test sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release bench clean
+
+help:
+	@echo "make demo        set up this machine, start the lab, run the main job on it, clean up"
+	@echo "make test        set up and run every test (sanity, unit, integration on the lab)"
+	@echo "make lab-up | lab-down | lab-status"
+	@echo "make lab-exec NODE=node-b CMD='rbd status rbd/img'"
+	@echo "make lab-hold NODE=node-b IMAGE=rbd/img [LOCK_ID=kubelet_lock_magic_node-b]"
+	@echo "make lab-release [NODE=node-b]"
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	@scripts/demo.sh
+
+test: setup
+	@/usr/bin/python3 scripts/run_tests.py
+
+sanity: setup
+	@scripts/ansible_test.sh sanity
+
+units: setup
+	@scripts/ansible_test.sh units
+
+integration: setup
+	@/usr/bin/python3 scripts/run_tests.py integration
+
+lab-up:
+	@$(LAB) up
+
+lab-down:
+	@$(LAB) down
+
+lab-status:
+	@$(LAB) status
+
+lab-exec:
+	@$(LAB) exec $(NODE) $(CMD)
+
+lab-hold:
+	@$(LAB) hold $(NODE) $(IMAGE) $(if $(LOCK_ID),--lock-id $(LOCK_ID))
+
+lab-release:
+	@$(LAB) release $(if $(filter command line,$(origin NODE)),$(NODE))
+
+clean: lab-down
+	rm -rf .cache tests/output

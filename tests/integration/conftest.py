@@ -1,0 +1,101 @@
+"""Shared fixtures for integration tests that run against the lab (`make lab-up`)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+
+
+def read_lab_env(lab_dir=None):
+    path = os.path.join(lab_dir or os.environ.get("LAB_DIR") or os.path.join(REPO, ".lab"), "env")
+    if not os.path.exists(path):
+        return None
+    env = {}
+    with open(path) as handle:
+        for line in handle:
+            match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
+            if match:
+                env[match.group(1)] = match.group(2).strip("'")
+    return env
+
+
+class Lab(object):
+    """The running lab as tests see it: Ceph CLI access and node-side holders."""
+
+    def __init__(self, env):
+        self.env = env
+        self.dir = env["LAB_DIR"]
+        self.conf = env["CEPH_CONF"]
+        self.keyring = env["CEPH_KEYRING"]
+        self.user = env["CEPH_USER"]
+        self.pool = env.get("CEPH_POOL", "rbd")
+        self.nodes = dict(item.split("=", 1) for item in env["LAB_NODES"].split())
+        self._lab_env = dict(os.environ, LAB_DIR=self.dir, LAB_PREFIX=env["LAB_PREFIX"],
+                             LAB_SLOT=env["LAB_SLOT"], LAB_NODES=env["LAB_NODES"])
+
+    def ceph_args(self):
+        return ["-c", self.conf, "-k", self.keyring, "-n", "client." + self.user]
+
+    def cli(self, tool, *args, check=True):
+        proc = subprocess.run([tool] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        if check and proc.returncode != 0:
+            raise AssertionError("%s %s failed rc=%d: %s" % (tool, " ".join(args), proc.returncode, proc.stderr))
+        return proc
+
+    def ceph(self, *args):
+        return self.cli("ceph", *args).stdout
+
+    def rbd(self, *args):
+        return self.cli("rbd", *args).stdout
+
+    def watchers(self, image):
+        return json.loads(self.rbd("status", image, "--format", "json"))["watchers"]
+
+    def new_image(self, prefix="img", size="16"):
+        name = "%s/%s-%s" % (self.pool, prefix, uuid.uuid4().hex[:8])
+        self.rbd("create", name, "--size", size)
+        return name
+
+    def lab(self, *args):
+        proc = subprocess.run(["/usr/bin/python3",
+                               os.path.join(REPO, "tests", "lab", "lab.py")] + list(args),
+                              env=self._lab_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=120)
+        if proc.returncode != 0:
+            raise AssertionError("lab.py %s failed: %s %s" % (" ".join(args), proc.stdout, proc.stderr))
+        return proc.stdout
+
+    def hold(self, node, image, lock_id=None):
+        args = ["hold", node, image] + (["--lock-id", lock_id] if lock_id else [])
+        return json.loads(self.lab(*args))
+
+    def release(self, node=None, image=None):
+        return self.lab(*(["release"] + ([node] if node else []) + ([image] if image else [])))
+
+    def unblock_all(self):
+        self.ceph("osd", "blocklist", "clear")
+
+
+@pytest.fixture(scope="session")
+def lab():
+    env = read_lab_env()
+    if env is None:
+        pytest.skip("the lab is not running: start it with `make lab-up` (make test does)")
+    return Lab(env)
+
+
+@pytest.fixture
+def clean_lab(lab):
+    """The lab with no blocklist entries and no holders before and after the test."""
+    lab.unblock_all()
+    yield lab
+    lab.release()
+    lab.unblock_all()

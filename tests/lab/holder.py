@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Hold an RBD image from inside a simulated node: a real watcher, optionally an advisory lock.
+
+Started by `lab.py hold` inside the node's network namespace, so Ceph sees the node's IP.
+It writes a JSON status file once the image is open (or on error) and keeps the client alive
+until SIGTERM, the way a node whose kubelet died keeps its rbd client.
+"""
+
+import argparse
+import json
+import signal
+import sys
+import time
+
+import rados
+import rbd
+
+
+def parse_spec(spec):
+    parts = spec.split("/")
+    if len(parts) == 2:
+        return parts[0], "", parts[1]
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    raise ValueError("image must be pool/image or pool/namespace/image: %r" % spec)
+
+
+def write_status(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+    import os
+    os.rename(tmp, path)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--conf", required=True)
+    parser.add_argument("--keyring", required=True)
+    parser.add_argument("--user", required=True)
+    parser.add_argument("--image", required=True)
+    parser.add_argument("--lock-id")
+    parser.add_argument("--shared-tag")
+    parser.add_argument("--status-file", required=True)
+    args = parser.parse_args()
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    try:
+        pool, namespace, name = parse_spec(args.image)
+        cluster = rados.Rados(conffile=args.conf, rados_id=args.user, conf={"keyring": args.keyring})
+        cluster.connect(timeout=10)
+        ioctx = cluster.open_ioctx(pool)
+        ioctx.set_namespace(namespace)
+        image = rbd.Image(ioctx, name)  # read-write open: registers a watcher
+        if args.lock_id:
+            if args.shared_tag:
+                image.lock_shared(args.lock_id, args.shared_tag)
+            else:
+                image.lock_exclusive(args.lock_id)
+        write_status(args.status_file, {"address": cluster.get_addrs(), "instance_id": cluster.get_instance_id(),
+                                        "image": args.image, "lock_id": args.lock_id})
+    except Exception as exc:  # reported to the lab through the status file
+        write_status(args.status_file, {"error": "%s: %s" % (type(exc).__name__, exc)})
+        return 1
+    while not stop:
+        time.sleep(0.2)
+    # Exit without closing: a dead node does not say goodbye, and a blocklisted client cannot.
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

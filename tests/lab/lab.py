@@ -1,0 +1,530 @@
+#!/usr/bin/python3
+"""The volfence.csi lab: a real Ceph cluster plus simulated Kubernetes nodes.
+
+Ceph runs from Debian's packages (1 mon, 1 mgr, 1 memstore OSD, cephx on) with every file
+under the lab folder. Each simulated Kubernetes node is a network namespace on a private
+bridge, so a Ceph client started "on node-b" is seen by Ceph with node-b's IP, exactly as on
+a real cluster.
+
+Only the standard library is used so the lab runs with any python3; holding watchers and
+locks uses /usr/bin/python3 because that is where Debian's rados/rbd bindings live.
+
+Configuration (environment):
+  LAB_DIR     lab folder (default: <repo>/.lab, or <repo>/.lab-<prefix> for another prefix)
+  LAB_PREFIX  prefix of every name the lab creates: namespaces, bridge, veths (default: vf)
+  LAB_SLOT    0-199: picks the subnet 10.231.<slot>.0/24 and the port block
+              17000 + 10 * slot (default: derived from LAB_PREFIX)
+  LAB_NODES   node count (default 3: node-a, node-b, node-c) or a comma-separated name list
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BINDINGS_PYTHON = "/usr/bin/python3"
+POOL = "rbd"
+
+
+class LabError(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------- configuration
+
+class Config(object):
+    def __init__(self, environ=None):
+        env = os.environ if environ is None else environ
+        self.prefix = env.get("LAB_PREFIX") or "vf"
+        default_dir = ".lab" if self.prefix == "vf" else ".lab-" + self.prefix
+        self.dir = os.path.abspath(env.get("LAB_DIR") or os.path.join(REPO, default_dir))
+        if not re.match(r"^[a-z][a-z0-9]{0,5}$", self.prefix):
+            raise LabError("LAB_PREFIX must be 1-6 lowercase letters/digits starting with a letter "
+                           "(it prefixes interface names, limited to 15 characters): %r" % self.prefix)
+        slot = env.get("LAB_SLOT")
+        if slot is None or slot == "":
+            slot = int(hashlib.sha256(self.prefix.encode()).hexdigest(), 16) % 200
+        self.slot = int(slot)
+        if not 0 <= self.slot < 200:
+            raise LabError("LAB_SLOT must be within 0-199, got %s" % self.slot)
+        self.subnet = "10.231.%d" % self.slot
+        self.host_ip = self.subnet + ".1"
+        self.port_base = 17000 + 10 * self.slot
+        self.kube_port = self.port_base + 1
+        self.nodes = self._node_names(env.get("LAB_NODES") or "3")
+        self.bridge = self.prefix + "-br"
+        self.ceph_dir = os.path.join(self.dir, "ceph")
+        self.conf = os.path.join(self.ceph_dir, "ceph.conf")
+        self.keyring = os.path.join(self.ceph_dir, "ceph.client.admin.keyring")
+        self.user = "admin"
+        self.holders_dir = os.path.join(self.dir, "holders")
+        self.bin_dir = os.path.join(self.dir, "bin")
+
+    @staticmethod
+    def _node_names(spec):
+        if spec.isdigit():
+            count = int(spec)
+            if not 1 <= count <= 26:
+                raise LabError("LAB_NODES count must be 1-26, got %d" % count)
+            return ["node-%s" % chr(ord("a") + i) for i in range(count)]
+        # Also accepts .lab/env's own "name=ip name=ip" form, so a sourced env file round-trips.
+        names = [n.split("=", 1)[0] for n in re.split(r"[,\s]+", spec) if n.strip()]
+        for name in names:
+            if not re.match(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$", name):
+                raise LabError("invalid node name %r (DNS label, at most 32 characters)" % name)
+        return names
+
+    def node_ip(self, name):
+        return "%s.%d" % (self.subnet, 11 + self.nodes.index(name))
+
+    def netns(self, name):
+        return "%s-%s" % (self.prefix, name)
+
+    def veth_host(self, name):
+        return "%s-v%dh" % (self.prefix, self.nodes.index(name))
+
+    def veth_node(self, name):
+        return "%s-v%dn" % (self.prefix, self.nodes.index(name))
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def run(cmd, check=True, capture=True, timeout=60, **kwargs):
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE if capture else None,
+                          stderr=subprocess.PIPE if capture else None,
+                          universal_newlines=True, timeout=timeout, **kwargs)
+    if check and proc.returncode != 0:
+        raise LabError("command failed (rc=%d): %s\nstdout: %s\nstderr: %s" % (
+            proc.returncode, " ".join(shlex.quote(c) for c in cmd),
+            (proc.stdout or "").strip(), (proc.stderr or "").strip()))
+    return proc
+
+
+def ceph_cmd(cfg, *args):
+    return ["ceph", "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user,
+            "--connect-timeout", "10"] + list(args)
+
+
+def lab_processes(cfg):
+    """PIDs of every process whose command line mentions the lab folder (crash-safe cleanup)."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except (IOError, OSError):
+            continue
+        args = cmdline.split(" ")
+        if cfg.dir + "/" in cmdline and not any(a.endswith("lab.py") for a in args):
+            found.append(int(entry))
+    return found
+
+
+def existing_netns():
+    proc = run(["ip", "-j", "netns", "list"], check=False)
+    try:
+        return [n["name"] for n in json.loads(proc.stdout or "[]")]
+    except ValueError:
+        return []
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise LabError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+# ----------------------------------------------------------------------------- network
+
+def network_up(cfg):
+    run(["ip", "link", "add", cfg.bridge, "type", "bridge"])
+    run(["ip", "addr", "add", cfg.host_ip + "/24", "dev", cfg.bridge])
+    run(["ip", "link", "set", cfg.bridge, "up"])
+    for name in cfg.nodes:
+        ns, vh, vn = cfg.netns(name), cfg.veth_host(name), cfg.veth_node(name)
+        run(["ip", "netns", "add", ns])
+        run(["ip", "link", "add", vh, "type", "veth", "peer", "name", vn])
+        run(["ip", "link", "set", vh, "master", cfg.bridge])
+        run(["ip", "link", "set", vh, "up"])
+        run(["ip", "link", "set", vn, "netns", ns])
+        run(["ip", "-n", ns, "addr", "add", cfg.node_ip(name) + "/24", "dev", vn])
+        run(["ip", "-n", ns, "link", "set", vn, "up"])
+        run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        # Only the lab subnet is routable from a node: nothing can leave the lab.
+        run(["ip", "-n", ns, "route", "add", cfg.subnet + ".0/24", "dev", vn], check=False)
+
+
+def network_down(cfg):
+    for ns in existing_netns():
+        if ns.startswith(cfg.prefix + "-"):
+            run(["ip", "netns", "del", ns], check=False)
+    links = json.loads(run(["ip", "-j", "link", "show"]).stdout or "[]")
+    for link in links:
+        name = link.get("ifname", "")
+        if name == cfg.bridge or re.match(r"^%s-v\d+[hn]$" % re.escape(cfg.prefix), name):
+            run(["ip", "link", "del", name], check=False)
+
+
+# ----------------------------------------------------------------------------- ceph
+
+CEPH_CONF = """[global]
+fsid = {fsid}
+mon host = v2:{ip}:3300,v1:{ip}:6789
+public network = {subnet}.0/24
+auth cluster required = cephx
+auth service required = cephx
+auth client required = cephx
+auth allow insecure global id reclaim = false
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg autoscale mode = off
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+osd crush chooseleaf type = 0
+run dir = {d}/run
+admin socket = {d}/run/$cluster-$name.$pid.asok
+log file = {d}/log/$cluster-$name.log
+pid file = {d}/run/$cluster-$name.pid
+keyring = {d}/keyring.$name
+ms bind ipv6 = false
+log to stderr = false
+err to stderr = true
+
+[client]
+admin socket =
+log file = {d}/log/client.log
+
+[mon]
+mon data = {d}/mon/$cluster-$id
+public addr = {ip}
+mon cluster log file = {d}/log/$cluster.log
+
+[mgr]
+mgr data = {d}/mgr/$cluster-$id
+public addr = {ip}
+mgr initial modules = status
+
+[osd]
+osd data = {d}/osd/$cluster-$id
+osd objectstore = memstore
+memstore device bytes = 1073741824
+public addr = {ip}
+cluster addr = {ip}
+osd op num shards = 2
+osd op num threads per shard = 1
+"""
+
+
+def ceph_up(cfg):
+    d = cfg.ceph_dir
+    for sub in ("run", "log", "mon", "mgr", "osd"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    with open(cfg.conf, "w") as handle:
+        handle.write(CEPH_CONF.format(fsid=uuid.uuid4(), ip=cfg.host_ip, subnet=cfg.subnet, d=d))
+    mon_keyring = os.path.join(d, "keyring.mon.")
+    monmap = os.path.join(d, "monmap")
+    run(["ceph-authtool", "--create-keyring", mon_keyring, "--gen-key", "-n", "mon.",
+         "--cap", "mon", "allow *"])
+    run(["ceph-authtool", "--create-keyring", cfg.keyring, "--gen-key", "-n", "client.admin",
+         "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *",
+         "--cap", "mds", "allow *"])
+    run(["ceph-authtool", mon_keyring, "--import-keyring", cfg.keyring])
+    fsid = re.search(r"fsid = (\S+)", open(cfg.conf).read()).group(1)
+    run(["monmaptool", "--create", "--fsid", fsid, "--addv", "a",
+         "[v2:%s:3300,v1:%s:6789]" % (cfg.host_ip, cfg.host_ip), monmap])
+    run(["ceph-mon", "-c", cfg.conf, "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", mon_keyring])
+    run(["ceph-mon", "-c", cfg.conf, "-i", "a"])
+
+    mgr_dir = os.path.join(d, "mgr", "ceph-x")
+    os.makedirs(mgr_dir, exist_ok=True)
+    run(ceph_cmd(cfg, "auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
+                 "mds", "allow *", "-o", os.path.join(d, "keyring.mgr.x")), timeout=30)
+    run(["ceph-mgr", "-c", cfg.conf, "-i", "x"])
+
+    osd_uuid = str(uuid.uuid4())
+    osd_id = run(ceph_cmd(cfg, "osd", "new", osd_uuid)).stdout.strip()
+    os.makedirs(os.path.join(d, "osd", "ceph-" + osd_id), exist_ok=True)
+    run(ceph_cmd(cfg, "auth", "get-or-create", "osd." + osd_id, "mon", "allow profile osd",
+                 "mgr", "allow profile osd", "osd", "allow *",
+                 "-o", os.path.join(d, "keyring.osd." + osd_id)))
+    run(["ceph-osd", "-c", cfg.conf, "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid], timeout=60)
+    run(["ceph-osd", "-c", cfg.conf, "-i", osd_id])
+
+    run(ceph_cmd(cfg, "osd", "pool", "create", POOL, "8", "8"))
+    wait_for(lambda: run(ceph_cmd(cfg, "osd", "stat", "--format", "json")).stdout.find('"num_up_osds":1') >= 0,
+             30, "the OSD to come up")
+    run(["rbd", "-c", cfg.conf, "-k", cfg.keyring, "pool", "init", POOL], timeout=60)
+
+
+# ----------------------------------------------------------------------------- files for users
+
+def write_env(cfg):
+    nodes = " ".join("%s=%s" % (n, cfg.node_ip(n)) for n in cfg.nodes)
+    lines = [
+        "# volfence.csi lab: source this file (. .lab/env)",
+        "LAB_DIR=%s" % shlex.quote(cfg.dir),
+        "LAB_PREFIX=%s" % cfg.prefix,
+        "LAB_SLOT=%d" % cfg.slot,
+        "CEPH_CONF=%s" % shlex.quote(cfg.conf),
+        "CEPH_KEYRING=%s" % shlex.quote(cfg.keyring),
+        "CEPH_USER=%s" % cfg.user,
+        "CEPH_ARGS=%s" % shlex.quote("-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user)),
+        "CEPH_POOL=%s" % POOL,
+        "CEPH_MON_HOST=%s" % cfg.host_ip,
+        "LAB_NODES=%s" % shlex.quote(nodes),
+        "KUBECONFIG=%s" % shlex.quote(os.path.join(cfg.dir, "kubeconfig")),
+        "export LAB_DIR LAB_PREFIX LAB_SLOT CEPH_CONF CEPH_KEYRING CEPH_USER CEPH_ARGS CEPH_POOL "
+        "CEPH_MON_HOST LAB_NODES KUBECONFIG",
+    ]
+    with open(os.path.join(cfg.dir, "env"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def write_node_wrappers(cfg):
+    """One interpreter per simulated node: Ansible runs node-side modules inside its namespace."""
+    os.makedirs(cfg.bin_dir, exist_ok=True)
+    for name in cfg.nodes:
+        path = os.path.join(cfg.bin_dir, "python-" + name)
+        with open(path, "w") as handle:
+            handle.write("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n" % (cfg.netns(name), BINDINGS_PYTHON))
+        os.chmod(path, 0o755)
+
+
+def write_inventory(cfg):
+    venv_python = os.path.join(REPO, ".venv", "bin", "python")
+    if not os.path.exists(venv_python):
+        venv_python = sys.executable
+    kubeconfig = os.path.join(cfg.dir, "kubeconfig")
+    out = [
+        "---",
+        "# Generated by `make lab-up`: the lab seen as a real cluster would be.",
+        "all:",
+        "  vars:",
+        "    volfence_ceph_conf: %s" % json.dumps(cfg.conf),
+        "    volfence_ceph_keyring: %s" % json.dumps(cfg.keyring),
+        "    volfence_ceph_user: %s" % cfg.user,
+        "    volfence_kubeconfig: %s" % json.dumps(kubeconfig),
+        "  children:",
+        "    ceph_admin:",
+        "      hosts:",
+        "        ceph-admin:",
+        "          ansible_connection: local",
+        "          # The interpreter that has Debian's python3-rados/python3-rbd bindings.",
+        "          ansible_python_interpreter: %s" % BINDINGS_PYTHON,
+        "    k8s_api:",
+        "      hosts:",
+        "        k8s-api:",
+        "          ansible_connection: local",
+        "          ansible_python_interpreter: %s" % json.dumps(venv_python),
+        "    k8s_nodes:",
+        "      hosts:",
+    ]
+    for name in cfg.nodes:
+        out += [
+            "        %s:" % name,
+            "          ansible_connection: local",
+            "          ansible_python_interpreter: %s" % json.dumps(os.path.join(cfg.bin_dir, "python-" + name)),
+            "          lab_netns: %s" % cfg.netns(name),
+            "          lab_node_ip: %s" % cfg.node_ip(name),
+        ]
+    with open(os.path.join(cfg.dir, "inventory.yml"), "w") as handle:
+        handle.write("\n".join(out) + "\n")
+
+
+# ----------------------------------------------------------------------------- holders
+
+def holder_pidfile(cfg, node, image, kind):
+    safe = image.replace("/", "_")
+    return os.path.join(cfg.holders_dir, "%s.%s.%s.pid" % (node, kind, safe))
+
+
+def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20):
+    """Start a client on `node` that keeps `image` open read-write (a watcher) and, when asked,
+    holds an advisory lock. Returns the holder's status (pid, client address)."""
+    if node not in cfg.nodes:
+        raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    os.makedirs(cfg.holders_dir, exist_ok=True)
+    kind = "lock" if lock_id else "watch"
+    pidfile = holder_pidfile(cfg, node, image, kind)
+    statusfile = pidfile[:-4] + ".json"
+    for path in (statusfile,):
+        if os.path.exists(path):
+            os.unlink(path)
+    cmd = ["ip", "netns", "exec", cfg.netns(node), BINDINGS_PYTHON, os.path.join(HERE, "holder.py"),
+           "--conf", cfg.conf, "--keyring", cfg.keyring, "--user", cfg.user, "--image", image,
+           "--status-file", statusfile]
+    if lock_id:
+        cmd += ["--lock-id", lock_id]
+    if shared_tag:
+        cmd += ["--shared-tag", shared_tag]
+    log = open(pidfile[:-4] + ".log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(pidfile, "w") as handle:
+        handle.write(str(proc.pid))
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(statusfile):
+            with open(statusfile) as handle:
+                status = json.load(handle)
+            if status.get("error"):
+                raise LabError("holder on %s failed: %s" % (node, status["error"]))
+            status["pid"] = proc.pid
+            return status
+        if proc.poll() is not None:
+            raise LabError("holder on %s exited with %s: %s" % (node, proc.returncode,
+                                                                open(pidfile[:-4] + ".log").read()))
+        time.sleep(0.1)
+    proc.kill()
+    raise LabError("holder on %s did not become ready within %ss" % (node, timeout))
+
+
+def release(cfg, node=None, image=None):
+    """Stop holders (all, or those of a node and/or image). Returns how many were stopped."""
+    stopped = 0
+    if not os.path.isdir(cfg.holders_dir):
+        return 0
+    for entry in sorted(os.listdir(cfg.holders_dir)):
+        if not entry.endswith(".pid"):
+            continue
+        hnode, _kind, himage = entry[:-4].split(".", 2)
+        if node and hnode != node:
+            continue
+        if image and himage != image.replace("/", "_"):
+            continue
+        path = os.path.join(cfg.holders_dir, entry)
+        try:
+            pid = int(open(path).read().strip())
+            os.killpg(pid, signal.SIGTERM)
+            stopped += 1
+        except (ValueError, OSError):
+            pass
+        os.unlink(path)
+    return stopped
+
+
+# ----------------------------------------------------------------------------- commands
+
+def status(cfg):
+    result = {"dir": cfg.dir, "prefix": cfg.prefix, "slot": cfg.slot, "up": False,
+              "nodes": {n: {"ip": cfg.node_ip(n), "netns": cfg.netns(n) in existing_netns()} for n in cfg.nodes},
+              "processes": len(lab_processes(cfg))}
+    if os.path.exists(cfg.conf):
+        proc = run(ceph_cmd(cfg, "status", "--format", "json"), check=False, timeout=20)
+        if proc.returncode == 0:
+            data = json.loads(proc.stdout)
+            result["up"] = True
+            result["health"] = data.get("health", {}).get("status")
+            result["osds_up"] = data.get("osdmap", {}).get("num_up_osds")
+    return result
+
+
+def down(cfg, quiet=False):
+    release(cfg)
+    pids = lab_processes(cfg)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.time() + 10
+    while time.time() < deadline and lab_processes(cfg):
+        time.sleep(0.2)
+    for pid in lab_processes(cfg):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    network_down(cfg)
+    if os.path.isdir(cfg.dir):
+        run(["rm", "-rf", cfg.dir])
+    if not quiet:
+        print("lab down: stopped %d processes, removed namespaces %s-*, bridge %s and %s"
+              % (len(pids), cfg.prefix, cfg.bridge, cfg.dir))
+
+
+def up(cfg):
+    started = time.time()
+    down(cfg, quiet=True)  # a crashed earlier run leaves nothing behind that could get in the way
+    os.makedirs(cfg.dir)
+    try:
+        network_up(cfg)
+        ceph_up(cfg)
+        write_node_wrappers(cfg)
+        write_env(cfg)
+        write_inventory(cfg)
+    except Exception:
+        down(cfg, quiet=True)
+        raise
+    with open(os.path.join(cfg.dir, "env")) as handle:
+        sys.stdout.write(handle.read())
+    print("# lab up in %.1f s: inventory %s" % (time.time() - started, os.path.join(cfg.dir, "inventory.yml")))
+
+
+def node_exec(cfg, node, command):
+    if node not in cfg.nodes:
+        raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    env = dict(os.environ, CEPH_ARGS="-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user))
+    return subprocess.call(["ip", "netns", "exec", cfg.netns(node), "sh", "-c", command], env=env)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("up", help="start the lab (removes any earlier one first)")
+    sub.add_parser("down", help="stop everything the lab started and remove its files")
+    sub.add_parser("status", help="print the lab's state as JSON")
+    p = sub.add_parser("exec", help="run a shell command on a node (CEPH_ARGS set)")
+    p.add_argument("node")
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    p = sub.add_parser("hold", help="hold a watcher (and optionally an advisory lock) from a node")
+    p.add_argument("node")
+    p.add_argument("image", help="pool/image or pool/namespace/image")
+    p.add_argument("--lock-id")
+    p.add_argument("--shared-tag")
+    p = sub.add_parser("release", help="stop holders")
+    p.add_argument("node", nargs="?")
+    p.add_argument("image", nargs="?")
+    args = parser.parse_args(argv)
+    try:
+        cfg = Config()
+        if args.command == "up":
+            up(cfg)
+        elif args.command == "down":
+            down(cfg)
+        elif args.command == "status":
+            result = status(cfg)
+            print(json.dumps(result, indent=2, sort_keys=True))
+            return 0 if result["up"] else 1
+        elif args.command == "exec":
+            return node_exec(cfg, args.node, " ".join(args.cmd))
+        elif args.command == "hold":
+            print(json.dumps(hold(cfg, args.node, args.image, args.lock_id, args.shared_tag), sort_keys=True))
+        elif args.command == "release":
+            print("released %d holder(s)" % release(cfg, args.node, args.image))
+        else:
+            parser.print_help()
+            return 2
+    except LabError as exc:
+        sys.stderr.write("lab: error: %s\n" % exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
