@@ -18,6 +18,8 @@ help:
 
 setup:
 	@scripts/setup.sh
+	@mkdir -p .cache/collections/ansible_collections/volfence
+	@ln -sfn ../../../.. .cache/collections/ansible_collections/volfence/csi
 
 demo: setup
 	@scripts/demo.sh

@@ -99,3 +99,79 @@ def clean_lab(lab):
     yield lab
     lab.release()
     lab.unblock_all()
+
+
+# ----------------------------------------------------------------------------- running Ansible
+
+ANSIBLE_BIN = os.path.join(REPO, ".venv", "bin")
+
+
+def ansible_env(extra=None):
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".cache", "collections"),
+        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+        "ANSIBLE_STDOUT_CALLBACK": "json",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_HOST_KEY_CHECKING": "0",
+        "PATH": ANSIBLE_BIN + os.pathsep + env.get("PATH", ""),
+    })
+    env.update(extra or {})
+    return env
+
+
+class AnsibleRun(object):
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        try:
+            self.data = json.loads(proc.stdout[proc.stdout.index("{"):])
+        except ValueError:
+            raise AssertionError("ansible printed no JSON (rc=%d)\nstdout: %s\nstderr: %s"
+                                 % (proc.returncode, proc.stdout, proc.stderr))
+
+    def results(self, host):
+        """Task results of `host`, in play order."""
+        out = []
+        for play in self.data.get("plays", []):
+            for task in play.get("tasks", []):
+                if host in task.get("hosts", {}):
+                    result = dict(task["hosts"][host])
+                    result["_task"] = task["task"]["name"]
+                    out.append(result)
+        return out
+
+    def result(self, host, index=-1):
+        return self.results(host)[index]
+
+
+def run_module(inventory, host, module, args, check=False, diff=False, extra_env=None):
+    """Run one module ad hoc on an inventory host, exactly as a user would at 3 a.m."""
+    cmd = [os.path.join(ANSIBLE_BIN, "ansible"), host, "-i", inventory, "-m", module, "-a", json.dumps(args)]
+    if check:
+        cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
+    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    return AnsibleRun(proc).result(host)
+
+
+def run_playbook(inventory, playbook, extra_vars=None, check=False, diff=False, extra_env=None):
+    cmd = [os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", inventory, playbook]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    if check:
+        cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
+    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
+    return AnsibleRun(proc)
+
+
+@pytest.fixture(scope="session")
+def lab_inventory(lab):
+    return os.path.join(lab.dir, "inventory.yml")
