@@ -22,6 +22,12 @@ VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
 BINDINGS_PY = "/usr/bin/python3"
 RESULTS = os.path.join(REPO, ".cache", "results")
 LAB = [BINDINGS_PY, os.path.join(REPO, "tests", "lab", "lab.py")]
+# The test run has a lab of its own (its own names, subnet, ports and folder), so a developer's
+# `make lab-up` lab survives `make test`. TEST_LAB_PREFIX overrides it.
+TEST_LAB_PREFIX = os.environ.get("TEST_LAB_PREFIX", "vftest")
+TEST_LAB_DIR = os.path.join(REPO, ".lab-" + TEST_LAB_PREFIX)
+# A KUBECONFIG set by the user points the Kubernetes tests at a real cluster instead of the lab's.
+USER_KUBECONFIG = os.environ.get("KUBECONFIG")
 
 COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 
@@ -69,7 +75,7 @@ def stage_units():
 
 def lab_env():
     env = dict(os.environ)
-    path = os.path.join(REPO, ".lab", "env")
+    path = os.path.join(TEST_LAB_DIR, "env")
     with open(path) as handle:
         for line in handle:
             match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
@@ -78,11 +84,18 @@ def lab_env():
                 if value.startswith("'") and value.endswith("'"):
                     value = value[1:-1]
                 env[match.group(1)] = value
+    if USER_KUBECONFIG:
+        env["KUBECONFIG"] = USER_KUBECONFIG
+    elif not os.path.exists(env.get("KUBECONFIG", "")):
+        env.pop("KUBECONFIG", None)
     return env
 
 
 def stage_integration():
     results = []
+    os.environ.update(LAB_PREFIX=TEST_LAB_PREFIX, LAB_DIR=TEST_LAB_DIR)
+    for key in ("LAB_SLOT", "LAB_NODES"):
+        os.environ.pop(key, None)
     rc, _ = run_logged("integration", LAB + ["up"])
     if rc != 0:
         return [(rc, "1 failed (lab-up)")]

@@ -98,7 +98,14 @@ class Config(object):
 
 # ----------------------------------------------------------------------------- helpers
 
+def clean_env():
+    """The environment for the lab's own Ceph commands: a user's CEPH_ARGS (or a sourced
+    .lab/env of another lab) must not redirect them to another cluster or keyring."""
+    return {k: v for k, v in os.environ.items() if k not in ("CEPH_ARGS", "CEPH_CONF", "CEPH_KEYRING")}
+
+
 def run(cmd, check=True, capture=True, timeout=60, **kwargs):
+    kwargs.setdefault("env", clean_env())
     proc = subprocess.run(cmd, stdout=subprocess.PIPE if capture else None,
                           stderr=subprocess.PIPE if capture else None,
                           universal_newlines=True, timeout=timeout, **kwargs)
@@ -374,7 +381,7 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20):
     if shared_tag:
         cmd += ["--shared-tag", shared_tag]
     log = open(pidfile[:-4] + ".log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=clean_env())
     with open(pidfile, "w") as handle:
         handle.write(str(proc.pid))
     deadline = time.time() + timeout
@@ -479,7 +486,7 @@ def up(cfg):
 def node_exec(cfg, node, command):
     if node not in cfg.nodes:
         raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
-    env = dict(os.environ, CEPH_ARGS="-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user))
+    env = dict(clean_env(), CEPH_ARGS="-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user))
     return subprocess.call(["ip", "netns", "exec", cfg.netns(node), "sh", "-c", command], env=env)
 
 
