@@ -42,6 +42,12 @@ def main():
     parser.add_argument("--lock-id")
     parser.add_argument("--shared-tag")
     parser.add_argument("--status-file", required=True)
+    parser.add_argument("--csi-stage", action="store_true",
+                        help="act like ceph-csi NodeStageVolume: refuse while other watchers exist")
+    parser.add_argument("--intree-lock", metavar="LOCK_ID",
+                        help="act like the in-tree rbd plugin: refuse while another node's lock exists, "
+                             "then take LOCK_ID (kubelet_lock_magic_<node>)")
+    parser.add_argument("--metadata-key", help="image metadata key to record this client's address in")
     args = parser.parse_args()
 
     stop = []
@@ -53,6 +59,28 @@ def main():
         ioctx = cluster.open_ioctx(pool)
         ioctx.set_namespace(namespace)
         image = rbd.Image(ioctx, name)  # read-write open: registers a watcher
+        if args.csi_stage:
+            # ceph-csi isInUse(): "because we opened the image, there is at least one watcher";
+            # more than that means another client still has the image.
+            watchers = list(image.watchers_list())
+            if len(watchers) > 1:
+                mine = cluster.get_addrs()
+                others = [w["addr"] for w in watchers if w["addr"] not in mine]
+                image.close()
+                write_status(args.status_file, {"in_use": True, "watchers": others})
+                return 3
+        if args.intree_lock:
+            lockers = image.list_lockers() or {}
+            others = [l for l in lockers.get("lockers", []) if l[1] != args.intree_lock]
+            if others:
+                image.close()
+                write_status(args.status_file, {"in_use": True, "locked_by": [
+                    {"locker": l[0], "id": l[1], "address": l[2]} for l in others]})
+                return 3
+            if not lockers.get("lockers"):
+                image.lock_exclusive(args.intree_lock)
+        if args.metadata_key:
+            image.metadata_set(args.metadata_key, cluster.get_addrs())
         if args.lock_id:
             if args.shared_tag:
                 image.lock_shared(args.lock_id, args.shared_tag)

@@ -30,6 +30,7 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 REPO = os.path.dirname(os.path.dirname(HERE))
 BINDINGS_PYTHON = "/usr/bin/python3"
 POOL = "rbd"
@@ -361,13 +362,17 @@ def holder_pidfile(cfg, node, image, kind):
     return os.path.join(cfg.holders_dir, "%s.%s.%s.pid" % (node, kind, safe))
 
 
-def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20):
+def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None, csi_stage=False,
+         metadata_key=None, intree_lock=None):
     """Start a client on `node` that keeps `image` open read-write (a watcher) and, when asked,
-    holds an advisory lock. Returns the holder's status (pid, client address)."""
+    holds an advisory lock. Returns the holder's status (pid, client address).
+
+    With csi_stage, it first does ceph-csi's in-use check and returns {"in_use": True, ...}
+    (the holder exits) while another client watches the image."""
     if node not in cfg.nodes:
         raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
     os.makedirs(cfg.holders_dir, exist_ok=True)
-    kind = "lock" if lock_id else "watch"
+    kind = kind or ("lock" if lock_id else "watch")
     pidfile = holder_pidfile(cfg, node, image, kind)
     statusfile = pidfile[:-4] + ".json"
     for path in (statusfile,):
@@ -380,6 +385,12 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20):
         cmd += ["--lock-id", lock_id]
     if shared_tag:
         cmd += ["--shared-tag", shared_tag]
+    if csi_stage:
+        cmd.append("--csi-stage")
+    if metadata_key:
+        cmd += ["--metadata-key", metadata_key]
+    if intree_lock:
+        cmd += ["--intree-lock", intree_lock]
     log = open(pidfile[:-4] + ".log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=clean_env())
     with open(pidfile, "w") as handle:
@@ -391,6 +402,10 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20):
                 status = json.load(handle)
             if status.get("error"):
                 raise LabError("holder on %s failed: %s" % (node, status["error"]))
+            if status.get("in_use"):
+                proc.wait()
+                os.unlink(pidfile)
+                return status
             status["pid"] = proc.pid
             return status
         if proc.poll() is not None:
@@ -423,6 +438,123 @@ def release(cfg, node=None, image=None):
             pass
         os.unlink(path)
     return stopped
+
+
+# ----------------------------------------------------------------------------- kubernetes side
+
+def venv_python():
+    path = os.path.join(REPO, ".venv", "bin", "python")
+    return path if os.path.exists(path) else BINDINGS_PYTHON
+
+
+def lab_child_env(cfg):
+    env = clean_env()
+    env.update(LAB_DIR=cfg.dir, LAB_PREFIX=cfg.prefix, LAB_SLOT=str(cfg.slot), LAB_NODES=",".join(cfg.nodes))
+    return env
+
+
+def spawn(cfg, name, cmd, cwd=None):
+    """Start a lab process in the background; its pid goes to .lab/run/<name>.pid."""
+    run_dir = os.path.join(cfg.dir, "run")
+    os.makedirs(run_dir, exist_ok=True)
+    os.makedirs(os.path.join(cfg.dir, "log"), exist_ok=True)
+    log = open(os.path.join(cfg.dir, "log", name + ".log"), "a")
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env=lab_child_env(cfg))
+    with open(os.path.join(run_dir, name + ".pid"), "w") as handle:
+        handle.write(str(proc.pid))
+    return proc
+
+
+def stop(cfg, name):
+    path = os.path.join(cfg.dir, "run", name + ".pid")
+    try:
+        pid = int(open(path).read())
+    except (IOError, OSError, ValueError):
+        return False
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except OSError:
+        pass
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        time.sleep(0.1)
+    os.unlink(path)
+    return True
+
+
+def kubeconfig_path(cfg):
+    return os.path.join(cfg.dir, "kubeconfig")
+
+
+def kube_client(cfg):
+    from kubeclient import KubeClient
+    return KubeClient("http://127.0.0.1:%d" % cfg.kube_port)
+
+
+def start_agent(cfg, node):
+    return spawn(cfg, "agent-" + node, [BINDINGS_PYTHON, os.path.join(HERE, "kubesim.py"), "agent",
+                                        "--node", node, "--kubeconfig", kubeconfig_path(cfg)])
+
+
+def kube_up(cfg, kube_version=None):
+    """API emulator, control plane (with the CSI-Addons stand-in) and one agent per node."""
+    cmd = [venv_python(), "-m", "kubeemu", "--host", "127.0.0.1", "--port", str(cfg.kube_port),
+           "--kubeconfig-out", kubeconfig_path(cfg)]
+    if kube_version:
+        cmd += ["--version", kube_version]
+    spawn(cfg, "kube-api", cmd, cwd=HERE)
+    kube = kube_client(cfg)
+    wait_for(lambda: _answers(kube), 20, "the Kubernetes API emulator on port %d" % cfg.kube_port)
+    for crd in load_crds():
+        kube.apply("customresourcedefinitions", crd)
+    spawn(cfg, "controlplane", [BINDINGS_PYTHON, os.path.join(HERE, "kubesim.py"), "controlplane",
+                                "--kubeconfig", kubeconfig_path(cfg)])
+    for node in cfg.nodes:
+        start_agent(cfg, node)
+    wait_for(lambda: len([n for n in kube.list("nodes") if _ready(n)]) == len(cfg.nodes), 20,
+             "every node to be Ready")
+
+
+def _answers(kube):
+    try:
+        kube.request("GET", "/version")
+        return True
+    except Exception:
+        return False
+
+
+def _ready(node):
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in node.get("status", {}).get("conditions", []))
+
+
+def load_crds():
+    with open(os.path.join(HERE, "crds", "csiaddons.json")) as handle:
+        return json.load(handle)
+
+
+def kill_node(cfg, node):
+    """The kubelet dies; the node's Ceph clients stay alive (seed 000)."""
+    if node not in cfg.nodes:
+        raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    if not stop(cfg, "agent-" + node):
+        raise LabError("node %s has no running agent (already killed?)" % node)
+    print("%s: kubelet stopped (heartbeat and lease renewals stop); its Ceph clients are still alive" % node)
+
+
+def revive_node(cfg, node):
+    """The node comes back as after a reboot: its old Ceph clients are gone, the kubelet starts."""
+    if node not in cfg.nodes:
+        raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    stop(cfg, "agent-" + node)
+    gone = release(cfg, node)
+    start_agent(cfg, node)
+    print("%s: rebooted (%d old Ceph client(s) gone), kubelet started" % (node, gone))
 
 
 # ----------------------------------------------------------------------------- commands
@@ -472,6 +604,8 @@ def up(cfg):
     try:
         network_up(cfg)
         ceph_up(cfg)
+        write_env(cfg)
+        kube_up(cfg, os.environ.get("LAB_KUBE_VERSION"))
         write_node_wrappers(cfg)
         write_env(cfg)
         write_inventory(cfg)
@@ -490,7 +624,10 @@ def node_exec(cfg, node, command):
     return subprocess.call(["ip", "netns", "exec", cfg.netns(node), "sh", "-c", command], env=env)
 
 
+
+
 def main(argv=None):
+    from scenarios import SCENARIOS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("up", help="start the lab (removes any earlier one first)")
@@ -504,6 +641,12 @@ def main(argv=None):
     p.add_argument("image", help="pool/image or pool/namespace/image")
     p.add_argument("--lock-id")
     p.add_argument("--shared-tag")
+    p = sub.add_parser("kill-node", help="stop a node's kubelet; its Ceph clients stay alive")
+    p.add_argument("node")
+    p = sub.add_parser("revive-node", help="bring a node back as after a reboot")
+    p.add_argument("node")
+    p = sub.add_parser("scenario", help="build the state of an incident: " + ", ".join(sorted(SCENARIOS)))
+    p.add_argument("name")
     p = sub.add_parser("release", help="stop holders")
     p.add_argument("node", nargs="?")
     p.add_argument("image", nargs="?")
@@ -522,6 +665,14 @@ def main(argv=None):
             return node_exec(cfg, args.node, " ".join(args.cmd))
         elif args.command == "hold":
             print(json.dumps(hold(cfg, args.node, args.image, args.lock_id, args.shared_tag), sort_keys=True))
+        elif args.command == "kill-node":
+            kill_node(cfg, args.node)
+        elif args.command == "revive-node":
+            revive_node(cfg, args.node)
+        elif args.command == "scenario":
+            if args.name not in SCENARIOS:
+                raise LabError("unknown scenario %r (known: %s)" % (args.name, ", ".join(sorted(SCENARIOS))))
+            print(json.dumps(SCENARIOS[args.name](cfg), indent=2, sort_keys=True))
         elif args.command == "release":
             print("released %d holder(s)" % release(cfg, args.node, args.image))
         else:

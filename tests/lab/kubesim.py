@@ -1,0 +1,599 @@
+#!/usr/bin/python3
+"""Simulated Kubernetes behaviour for the lab, acting on the lab's real Ceph cluster.
+
+  agent --node NAME   a kubelet + ceph-csi node plugin for one node: heartbeat (Node Ready
+                      condition and a Lease), NodeStageVolume with ceph-csi's watcher check run
+                      from the node's network namespace, pod status and FailedMount events.
+  controlplane        what kube-controller-manager and the external-attacher do for the lab:
+                      node lifecycle (NotReady, taints, eviction), one-replica Deployments,
+                      scheduling, attach/detach (VolumeAttachments), plus a CSI-Addons stand-in.
+
+THE CSI-ADDONS PART IS A STAND-IN, not the CSI-Addons controller: it reconciles NetworkFence
+objects the way CSI-Addons with ceph-csi does (Fenced: blocklist the CIDRs, range command
+first; Unfenced: remove them; status.result/message; a finalizer) so the collection can be
+tested end to end without the real controller.
+
+Timings are shortened for the lab and set in LabTimings.
+"""
+
+import argparse
+import datetime
+import hashlib
+import ipaddress
+import json
+import os
+import random
+import signal
+import string
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import lab as labmod  # noqa: E402
+from kubeclient import ApiError, KubeClient, server_from_kubeconfig  # noqa: E402
+
+LAB_DRIVER = "rbd.csi.ceph.com"
+CSI_NAMESPACE = "ceph-csi"
+# Where the lab's node plugin records the address of the client that staged an image (ceph-csi
+# keeps per-image state in image metadata under its own prefix).
+CLIENT_ADDRESS_KEY = ".rbd.csi.ceph.com/node-client-address"
+FENCE_FINALIZER = "csiaddons.openshift.io/network-fence"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
+
+
+class LabTimings(object):
+    heartbeat = 1.0          # kubelet status/lease renewal (real: 10 s)
+    node_grace = 4.0         # node-monitor-grace-period (real: 40 s)
+    eviction = 5.0           # pod eviction after the node became unreachable (real: 300 s)
+    force_detach = 6.0       # maxWaitForUnmountDuration (real: 6 min)
+    loop = 0.5
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def stamp(moment=None):
+    return (moment or now()).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_stamp(moment=None):
+    return (moment or now()).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value):
+    if not value:
+        return None
+    value = value.replace("Z", "+00:00")
+    return datetime.datetime.fromisoformat(value)
+
+
+def age(value):
+    moment = parse_time(value)
+    return None if moment is None else (now() - moment).total_seconds()
+
+
+def attachment_name(volume_handle, driver, node):
+    """The name the external-attacher gives a VolumeAttachment."""
+    return "csi-" + hashlib.sha256((volume_handle + driver + node).encode()).hexdigest()
+
+
+def rand_suffix(n=5):
+    return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(n))
+
+
+def node_ready(node):
+    for cond in node.get("status", {}).get("conditions", []):
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def has_taint(node, key):
+    return any(t.get("key") == key for t in node.get("spec", {}).get("taints", []) or [])
+
+
+def pod_volumes(kube, pod):
+    """(pvc, pv) pairs of a pod's PVC-backed CSI volumes that are bound."""
+    out = []
+    ns = pod["metadata"]["namespace"]
+    for vol in pod.get("spec", {}).get("volumes", []) or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            continue
+        pvc = kube.find("persistentvolumeclaims", claim, ns)
+        if not pvc or not pvc.get("spec", {}).get("volumeName"):
+            continue
+        pv = kube.find("persistentvolumes", pvc["spec"]["volumeName"])
+        if pv and pv.get("spec", {}).get("csi"):
+            out.append((pvc, pv))
+    return out
+
+
+def volumes_intree(kube, pod):
+    """(pvc, pv) pairs of a pod's volumes bound to in-tree rbd PersistentVolumes."""
+    out = []
+    for vol in pod.get("spec", {}).get("volumes", []) or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        pvc = claim and kube.find("persistentvolumeclaims", claim, pod["metadata"]["namespace"])
+        pv = pvc and pvc.get("spec", {}).get("volumeName") and kube.find("persistentvolumes", pvc["spec"]["volumeName"])
+        if pv and pv.get("spec", {}).get("rbd"):
+            out.append((pvc, pv))
+    return out
+
+
+def post_event(kube, pod, reason, message, component, host=None, type_="Warning"):
+    """Create or bump an event the way kubelet and controllers aggregate them."""
+    ns = pod["metadata"]["namespace"]
+    key = hashlib.sha1((pod["metadata"]["uid"] + reason + message).encode()).hexdigest()[:12]
+    name = "%s.%s" % (pod["metadata"]["name"], key)
+    existing = kube.find("events", name, ns)
+    if existing:
+        kube.patch("events", name, {"count": existing.get("count", 1) + 1, "lastTimestamp": stamp()}, ns)
+        return
+    kube.create("events", {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": ns},
+        "involvedObject": {"kind": "Pod", "name": pod["metadata"]["name"], "namespace": ns,
+                           "uid": pod["metadata"]["uid"], "apiVersion": "v1"},
+        "reason": reason, "message": message, "type": type_, "count": 1,
+        "firstTimestamp": stamp(), "lastTimestamp": stamp(),
+        "source": {"component": component, "host": host} if host else {"component": component},
+        "reportingComponent": component, "reportingInstance": host or "",
+    }, ns)
+
+
+# ----------------------------------------------------------------------------- node agent
+
+class NodeAgent(object):
+    """kubelet + ceph-csi node plugin of one simulated node."""
+
+    def __init__(self, cfg, node, kube):
+        self.cfg = cfg
+        self.node = node
+        self.kube = kube
+        self.ip = cfg.node_ip(node)
+
+    def register(self):
+        self.kube.apply("nodes", {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": self.node, "labels": {
+                "kubernetes.io/hostname": self.node, "kubernetes.io/os": "linux",
+                "node-role.kubernetes.io/worker": ""}},
+            "spec": {},
+        })
+        self.kube.patch("nodes", self.node, {"status": {
+            "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.node}],
+            "nodeInfo": {"kubeletVersion": "v1.27.2", "osImage": "volfence lab", "architecture": "amd64"},
+        }}, subresource="status")
+        self.heartbeat()
+
+    def heartbeat(self):
+        t = stamp()
+        node = self.kube.get("nodes", self.node)
+        conditions = [c for c in node.get("status", {}).get("conditions", []) if c.get("type") != "Ready"]
+        was_ready = node_ready(node)
+        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "kubelet is posting ready status", "lastHeartbeatTime": t,
+                 "lastTransitionTime": t}
+        if was_ready:
+            old = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+            ready["lastTransitionTime"] = old.get("lastTransitionTime", t)
+        self.kube.patch("nodes", self.node, {"status": {"conditions": conditions + [ready]}}, subresource="status")
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": self.node, "namespace": "kube-node-lease"},
+                 "spec": {"holderIdentity": self.node, "leaseDurationSeconds": 40,
+                          "renewTime": micro_stamp()}}
+        self.kube.apply("leases", lease, "kube-node-lease")
+
+    def staged(self, image):
+        """The live stage holder of `image` on this node, if any."""
+        pidfile = labmod.holder_pidfile(self.cfg, self.node, image, "stage")
+        try:
+            pid = int(open(pidfile).read())
+            os.kill(pid, 0)
+            return pid
+        except (OSError, ValueError):
+            return None
+
+    def stage(self, image):
+        if self.staged(image):
+            return {"staged": True}
+        return labmod.hold(self.cfg, self.node, image, kind="stage", csi_stage=True,
+                           metadata_key=CLIENT_ADDRESS_KEY)
+
+    def unstage(self, image):
+        labmod.release(self.cfg, self.node, image)
+
+    def set_pod_status(self, pod, phase, waiting_reason=None, message=None):
+        containers = pod.get("spec", {}).get("containers", []) or [{"name": "main"}]
+        t = stamp()
+        if phase == "Running":
+            statuses = [{"name": c["name"], "ready": True, "restartCount": 0, "started": True,
+                         "image": c.get("image", ""), "state": {"running": {"startedAt": t}}} for c in containers]
+            conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": t},
+                          {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}]
+        else:
+            statuses = [{"name": c["name"], "ready": False, "restartCount": 0, "started": False,
+                         "image": c.get("image", ""),
+                         "state": {"waiting": {"reason": waiting_reason or "ContainerCreating"}}}
+                        for c in containers]
+            conditions = [{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                           "lastTransitionTime": t},
+                          {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}]
+        current = pod.get("status", {})
+        if current.get("phase") == phase and [s.get("state", {}).keys() for s in current.get("containerStatuses", [])] \
+                == [s["state"].keys() for s in statuses]:
+            return
+        status = {"phase": phase, "hostIP": self.ip, "containerStatuses": statuses, "conditions": conditions,
+                  "startTime": current.get("startTime") or t}
+        if phase == "Running":
+            status["podIP"] = "10.244.%d.%d" % (self.cfg.nodes.index(self.node) + 1, random.randint(2, 250))
+        self.kube.patch("pods", pod["metadata"]["name"], {"status": status}, pod["metadata"]["namespace"],
+                        subresource="status")
+
+    def sync_pod(self, pod):
+        meta = pod["metadata"]
+        volumes = pod_volumes(self.kube, pod)
+        images = []
+        for _pvc, pv in volumes:
+            attrs = pv["spec"]["csi"].get("volumeAttributes", {})
+            if pv["spec"]["csi"].get("driver", "").endswith(LAB_DRIVER) and attrs.get("imageName"):
+                images.append((pv, "%s/%s" % (attrs.get("pool", "rbd"), attrs["imageName"])))
+        intree = []
+        for _pvc, pv in volumes_intree(self.kube, pod):
+            rbd = pv["spec"]["rbd"]
+            intree.append((pv, "%s/%s" % (rbd.get("pool", "rbd"), rbd["image"])))
+        if meta.get("deletionTimestamp"):
+            # kubelet: stop containers, unmount, unstage, then remove the pod object.
+            for _pv, image in images + intree:
+                others = [p for p in self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
+                          if p["metadata"]["uid"] != meta["uid"] and image in json.dumps(p.get("spec", {}))]
+                if not others:
+                    self.unstage(image)
+            self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
+            return
+        if pod.get("status", {}).get("phase") == "Running":
+            return
+        for pv, image in images:
+            va = self.kube.find("volumeattachments",
+                                attachment_name(pv["spec"]["csi"]["volumeHandle"], pv["spec"]["csi"]["driver"], self.node))
+            if not va or not va.get("status", {}).get("attached"):
+                self.set_pod_status(pod, "Pending")
+                return  # kubelet waits for the attach before MountDevice
+            result = self.stage(image)
+            if result.get("in_use"):
+                self.set_pod_status(pod, "Pending")
+                post_event(self.kube, pod, "FailedMount",
+                           'MountVolume.MountDevice failed for volume "%s" : rpc error: code = Internal '
+                           'desc = rbd image %s is still being used' % (pv["metadata"]["name"], image),
+                           "kubelet", self.node)
+                return
+        for pv, image in intree:
+            # in-tree rbd plugin (Kubernetes < 1.31): an advisory lock per node, no VolumeAttachment
+            if self.staged(image):
+                continue
+            result = labmod.hold(self.cfg, self.node, image, kind="stage",
+                                 intree_lock="kubelet_lock_magic_" + self.node)
+            if result.get("in_use"):
+                self.set_pod_status(pod, "Pending")
+                post_event(self.kube, pod, "FailedMount",
+                           'MountVolume.SetUp failed for volume "%s" : rbd: image %s is locked by other nodes'
+                           % (pv["metadata"]["name"], image.split("/")[-1]), "kubelet", self.node)
+                return
+        self.set_pod_status(pod, "Running")
+
+    def run(self, stop):
+        self.register()
+        last_beat = time.time()
+        while not stop:
+            try:
+                if time.time() - last_beat >= LabTimings.heartbeat:
+                    self.heartbeat()
+                    last_beat = time.time()
+                for pod in self.kube.list("pods", field_selector="spec.nodeName=" + self.node):
+                    try:
+                        self.sync_pod(pod)
+                    except (ApiError, labmod.LabError) as exc:
+                        log("agent %s: pod %s: %s" % (self.node, pod["metadata"]["name"], exc))
+            except Exception as exc:  # the agent must outlive API hiccups, like a kubelet
+                log("agent %s: %s" % (self.node, exc))
+            time.sleep(LabTimings.loop)
+
+
+# ----------------------------------------------------------------------------- control plane
+
+class ControlPlane(object):
+    def __init__(self, cfg, kube):
+        self.cfg = cfg
+        self.kube = kube
+        self.cluster = None
+
+    # node lifecycle controller
+    def sync_nodes(self):
+        nodes = self.kube.list("nodes")
+        leases = {l["metadata"]["name"]: l for l in self.kube.list("leases", "kube-node-lease")}
+        for node in nodes:
+            name = node["metadata"]["name"]
+            renew = age(leases.get(name, {}).get("spec", {}).get("renewTime"))
+            taints = node.get("spec", {}).get("taints", []) or []
+            stale = renew is None or renew > LabTimings.node_grace
+            if stale and node_ready(node):
+                conditions = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
+                old = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+                conditions.append({"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                                   "message": "Kubelet stopped posting node status.",
+                                   "lastHeartbeatTime": old.get("lastHeartbeatTime"),
+                                   "lastTransitionTime": stamp()})
+                self.kube.patch("nodes", name, {"status": {"conditions": conditions}}, subresource="status")
+            if stale and not any(t["key"] == UNREACHABLE_TAINT for t in taints):
+                taints = taints + [{"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": stamp()}]
+                self.kube.patch("nodes", name, {"spec": {"taints": taints}})
+            elif not stale and any(t["key"] == UNREACHABLE_TAINT for t in taints):
+                self.kube.patch("nodes", name, {"spec": {"taints": [t for t in taints if t["key"] != UNREACHABLE_TAINT]}})
+        return {n["metadata"]["name"]: self.kube.get("nodes", n["metadata"]["name"]) for n in nodes}
+
+    # taint eviction + pod GC for out-of-service nodes
+    def evict(self, nodes, pods):
+        for pod in pods:
+            node = nodes.get(pod.get("spec", {}).get("nodeName"))
+            if node is None:
+                continue
+            meta = pod["metadata"]
+            if has_taint(node, OUT_OF_SERVICE_TAINT) and not node_ready(node):
+                # Non-graceful node shutdown: the pod GC force-deletes the node's pods.
+                self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
+                continue
+            taint = [t for t in node.get("spec", {}).get("taints", []) or [] if t["key"] == UNREACHABLE_TAINT]
+            if taint and not meta.get("deletionTimestamp") and (age(taint[0].get("timeAdded")) or 0) > LabTimings.eviction:
+                self.kube.delete("pods", meta["name"], meta["namespace"])
+
+    # deployment + replicaset controllers and the scheduler, for one-replica Deployments
+    def sync_deployments(self, nodes, pods):
+        for deploy in self.kube.list("deployments"):
+            meta = deploy["metadata"]
+            ns = meta["namespace"]
+            owned = [p for p in pods if any(o.get("uid") == meta["uid"] for o in p["metadata"].get("ownerReferences", []))]
+            live = [p for p in owned if not p["metadata"].get("deletionTimestamp")]
+            want = deploy.get("spec", {}).get("replicas", 1)
+            for _ in range(want - len(live)):
+                node = self.schedule(deploy, nodes)
+                template = deploy["spec"]["template"]
+                pod = {
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {
+                        "name": "%s-%s-%s" % (meta["name"], hashlib.sha1(meta["uid"].encode()).hexdigest()[:10], rand_suffix()),
+                        "namespace": ns,
+                        "labels": dict(template.get("metadata", {}).get("labels", {})),
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
+                                             "uid": meta["uid"], "controller": True}],
+                    },
+                    "spec": dict(template.get("spec", {}), nodeName=node) if node else dict(template.get("spec", {})),
+                    "status": {"phase": "Pending"},
+                }
+                self.kube.create("pods", pod, ns)
+            running = len([p for p in live if p.get("status", {}).get("phase") == "Running"])
+            status = {"replicas": len(owned), "readyReplicas": running, "availableReplicas": running,
+                      "observedGeneration": meta.get("generation", 1)}
+            if deploy.get("status", {}) != status:
+                self.kube.patch("deployments", meta["name"], {"status": status}, ns, subresource="status")
+
+    @staticmethod
+    def schedule(deploy, nodes):
+        usable = sorted(n for n, obj in nodes.items() if node_ready(obj)
+                        and not obj.get("spec", {}).get("unschedulable")
+                        and not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in obj.get("spec", {}).get("taints", []) or []))
+        prefer = deploy["metadata"].get("annotations", {}).get("lab.volfence.io/prefer-node")
+        if prefer in usable:
+            return prefer
+        return usable[0] if usable else None
+
+    # attach/detach controller + external-attacher
+    def sync_attachments(self, nodes, pods):
+        wanted = {}     # (pv name, node) -> (pv, pod)
+        using = {}      # (pv name, node) -> [pods still holding it on that node]
+        for pod in pods:
+            node_name = pod.get("spec", {}).get("nodeName")
+            if not node_name:
+                continue
+            meta = pod["metadata"]
+            for _pvc, pv in pod_volumes(self.kube, pod):
+                key = (pv["metadata"]["name"], node_name)
+                node = nodes.get(node_name)
+                deleting = age(meta.get("deletionTimestamp"))
+                released = node is None or (deleting is not None and (
+                    has_taint(node, OUT_OF_SERVICE_TAINT) or
+                    (not node_ready(node) and deleting > LabTimings.force_detach)))
+                if not released:
+                    using.setdefault(key, []).append(pod)
+                if not meta.get("deletionTimestamp"):
+                    wanted.setdefault(key, (pv, pod))
+        vas = self.kube.list("volumeattachments")
+        by_pv = {}
+        for va in vas:
+            by_pv.setdefault(va["spec"]["source"].get("persistentVolumeName"), []).append(va)
+        # Detach what no pod on that node uses any more.
+        for va in vas:
+            if va["spec"].get("attacher") != LAB_DRIVER:
+                continue  # another driver's attachment: its own attacher (absent in the lab) owns it
+            key = (va["spec"]["source"].get("persistentVolumeName"), va["spec"]["nodeName"])
+            if key not in using and key not in wanted:
+                if not va["metadata"].get("deletionTimestamp"):
+                    self.kube.delete("volumeattachments", va["metadata"]["name"])
+            if va["metadata"].get("deletionTimestamp"):
+                # external-attacher: ControllerUnpublish (a no-op for ceph-csi), then drop its finalizer.
+                fins = [f for f in va["metadata"].get("finalizers", []) if not f.startswith("external-attacher/")]
+                if fins != va["metadata"].get("finalizers", []):
+                    self.kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": fins}})
+        for (pv_name, node_name), (pv, pod) in wanted.items():
+            csi = pv["spec"]["csi"]
+            name = attachment_name(csi["volumeHandle"], csi["driver"], node_name)
+            others = [va for va in by_pv.get(pv_name, []) if va["spec"]["nodeName"] != node_name]
+            rwo = "ReadWriteOnce" in pv["spec"].get("accessModes", []) or "ReadWriteOncePod" in pv["spec"].get("accessModes", [])
+            if rwo and others:
+                post_event(self.kube, pod, "FailedAttachVolume",
+                           'Multi-Attach error for volume "%s" Volume is already exclusively attached to one '
+                           "node and can't be attached to another" % pv_name, "attachdetach-controller")
+                continue
+            if not any(va["metadata"]["name"] == name for va in vas):
+                driver = csi["driver"]
+                self.kube.create("volumeattachments", {
+                    "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+                    "metadata": {"name": name, "finalizers": ["external-attacher/" + driver.replace(".", "-")]},
+                    "spec": {"attacher": driver, "nodeName": node_name,
+                             "source": {"persistentVolumeName": pv_name}},
+                })
+                self.kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
+
+    # CSI-Addons stand-in
+    def ceph(self):
+        if self.cluster is None:
+            import rados
+            self.cluster = rados.Rados(conffile=self.cfg.conf, rados_id=self.cfg.user,
+                                       conf={"keyring": self.cfg.keyring})
+            self.cluster.connect(timeout=10)
+        return self.cluster
+
+    def mon(self, **cmd):
+        cmd["format"] = "json"
+        ret, out, err = self.ceph().mon_command(json.dumps(cmd), b"")
+        return ret, err
+
+    def blocklist_cidr(self, cidr, add):
+        net = ipaddress.ip_network(cidr, strict=False)
+        if net.num_addresses == 1:
+            addr = str(net.network_address)
+            ret, err = self.mon(prefix="osd blocklist", blocklistop="add" if add else "rm",
+                                addr=addr + ":0/0" if net.version == 4 else "[%s]:0/0" % addr)
+            return ret, err
+        ret, err = self.mon(prefix="osd blocklist", blocklistop="add" if add else "rm", range=str(net))
+        if ret == 0:
+            return ret, err
+        # no range support: one entry per address, as ceph-csi falls back to
+        for host in net.hosts():
+            ret, err = self.mon(prefix="osd blocklist", blocklistop="add" if add else "rm", addr=str(host) + ":0/0")
+            if ret != 0:
+                return ret, err
+        return 0, ""
+
+    def sync_csi_addons(self, nodes):
+        crds = {c["metadata"]["name"] for c in self.kube.list("customresourcedefinitions")}
+        if "csiaddonsnodes.csiaddons.openshift.io" in crds:
+            for name in nodes:
+                obj_name = "%s-%s" % (name, LAB_DRIVER.replace(".", "-"))
+                if self.kube.find("csiaddonsnodes", obj_name, CSI_NAMESPACE) is None:
+                    self.ensure_namespace(CSI_NAMESPACE)
+                    self.kube.create("csiaddonsnodes", {
+                        "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "CSIAddonsNode",
+                        "metadata": {"name": obj_name, "namespace": CSI_NAMESPACE,
+                                     "labels": {"lab.volfence.io/stand-in": "true"}},
+                        "spec": {"driver": {"name": LAB_DRIVER, "nodeID": name,
+                                            "endpoint": "pod://csi-rbdplugin-%s.%s:9070" % (name, CSI_NAMESPACE)}},
+                    }, CSI_NAMESPACE)
+                    self.kube.patch("csiaddonsnodes", obj_name, {"status": {
+                        "state": "Connected", "message": "Successfully established connection with sidecar"}},
+                        CSI_NAMESPACE, subresource="status")
+        if "networkfences.csiaddons.openshift.io" not in crds:
+            return
+        for fence in self.kube.list("networkfences"):
+            self.reconcile_fence(fence)
+
+    def ensure_namespace(self, name):
+        if self.kube.find("namespaces", name) is None:
+            self.kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def fence_driver(self, fence):
+        spec = fence.get("spec", {})
+        if spec.get("driver"):
+            return spec["driver"]
+        cls_name = spec.get("networkFenceClassName")
+        if cls_name:
+            cls = self.kube.find("networkfenceclasses", cls_name)
+            return (cls or {}).get("spec", {}).get("provisioner")
+        return None
+
+    def reconcile_fence(self, fence):
+        meta, spec = fence["metadata"], fence.get("spec", {})
+        name = meta["name"]
+        if not (self.fence_driver(fence) or "").endswith(LAB_DRIVER):
+            return  # another driver's fence: not ours to act on
+        finalizers = meta.get("finalizers", []) or []
+        if meta.get("deletionTimestamp"):
+            for cidr in spec.get("cidrs", []):
+                self.blocklist_cidr(cidr, add=False)
+            self.kube.patch("networkfences", name, {"metadata": {"finalizers": [f for f in finalizers if f != FENCE_FINALIZER]}})
+            return
+        if FENCE_FINALIZER not in finalizers:
+            self.kube.patch("networkfences", name, {"metadata": {"finalizers": finalizers + [FENCE_FINALIZER]}})
+        state = spec.get("fenceState")
+        generation = meta.get("generation")
+        status = fence.get("status", {}) or {}
+        if status.get("observedGeneration") == generation and status.get("result"):
+            return
+        failures = []
+        for cidr in spec.get("cidrs", []):
+            try:
+                ret, err = self.blocklist_cidr(cidr, add=(state == "Fenced"))
+            except ValueError as exc:
+                ret, err = 1, str(exc)
+            # removing an entry that is not there is success for Unfenced
+            if ret != 0 and not (state == "Unfenced" and ret == -2):
+                failures.append("%s: %s" % (cidr, err))
+        if failures:
+            result = {"result": "Failed", "message": "fencing operation failed: " + "; ".join(failures)}
+        elif state == "Fenced":
+            result = {"result": "Succeeded", "message": "fencing operation successful"}
+        else:
+            result = {"result": "Succeeded", "message": "unfencing operation successful"}
+        result["observedGeneration"] = generation
+        self.kube.patch("networkfences", name, {"status": result}, subresource="status")
+
+    def run(self, stop):
+        while not stop:
+            try:
+                nodes = self.sync_nodes()
+                pods = self.kube.list("pods")
+                self.evict(nodes, pods)
+                pods = self.kube.list("pods")
+                self.sync_deployments(nodes, pods)
+                self.sync_attachments(nodes, self.kube.list("pods"))
+                self.sync_csi_addons(nodes)
+            except Exception as exc:  # keep reconciling, like a controller manager
+                log("controlplane: %s: %s" % (type(exc).__name__, exc))
+            time.sleep(LabTimings.loop)
+
+
+def log(message):
+    sys.stderr.write("%s %s\n" % (stamp(), message))
+    sys.stderr.flush()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    p = sub.add_parser("agent")
+    p.add_argument("--node", required=True)
+    p.add_argument("--kubeconfig", required=True)
+    p = sub.add_parser("controlplane")
+    p.add_argument("--kubeconfig", required=True)
+    args = parser.parse_args(argv)
+    cfg = labmod.Config()
+    kube = KubeClient(server_from_kubeconfig(args.kubeconfig))
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+    if args.command == "agent":
+        NodeAgent(cfg, args.node, kube).run(stop)
+    elif args.command == "controlplane":
+        ControlPlane(cfg, kube).run(stop)
+    else:
+        parser.print_help()
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

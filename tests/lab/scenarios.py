@@ -1,0 +1,201 @@
+"""Incident scenarios: the Kubernetes and Ceph state of each seed, built on the running lab.
+
+  seed-000  node-b dies holding a watcher; the replacement pod is stuck on node-a with
+            ceph-csi's "rbd image <pool>/<image> is still being used".
+  seed-001  a VolumeAttachment of a volume whose unique name <driver>^<handle> is 68 characters
+            and starts with "csi-" (the pre-1.24 detach name collision).
+  seed-003  an in-tree rbd PV whose image carries kubelet_lock_magic_node-b, held from node-b;
+            the pod on node-a is stuck with "rbd: image X is locked by other nodes".
+
+Each builder returns a summary (names, images, node IPs) that tests and the demo use.
+"""
+
+import json
+import subprocess
+import time
+import uuid
+
+import lab as labmod
+from kubesim import LAB_DRIVER, CSI_NAMESPACE, attachment_name
+
+NAMESPACE = "default"
+
+
+def rbd_cli(cfg, *args):
+    proc = subprocess.run(["rbd", "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=60, env=labmod.clean_env())
+    if proc.returncode != 0:
+        raise labmod.LabError("rbd %s failed: %s" % (" ".join(args), proc.stderr.strip()))
+    return proc.stdout
+
+
+def wait(what, predicate, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise labmod.LabError("scenario: timed out after %ss waiting for %s" % (timeout, what))
+
+
+def base_objects(kube):
+    """StorageClass, CSIDriver and the node-stage secret a ceph-csi install has."""
+    if kube.find("namespaces", CSI_NAMESPACE) is None:
+        kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CSI_NAMESPACE}})
+    kube.apply("storageclasses", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "ceph-rbd"},
+        "provisioner": LAB_DRIVER, "reclaimPolicy": "Delete",
+        "parameters": {"clusterID": "lab", "pool": "rbd",
+                       "csi.storage.k8s.io/node-stage-secret-name": "csi-rbd-secret",
+                       "csi.storage.k8s.io/node-stage-secret-namespace": CSI_NAMESPACE}})
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": LAB_DRIVER}, "spec": {"attachRequired": True}})
+    kube.apply("secrets", {"apiVersion": "v1", "kind": "Secret",
+                           "metadata": {"name": "csi-rbd-secret", "namespace": CSI_NAMESPACE},
+                           "stringData": {"userID": "admin"}, "type": "Opaque"}, CSI_NAMESPACE)
+
+
+def rbd_volume(cfg, kube, claim, csi=True):
+    """An RBD image with a bound PV/PVC, ceph-csi style (or in-tree rbd when csi=False)."""
+    vol_id = str(uuid.uuid1())
+    image = "csi-vol-" + vol_id
+    rbd_cli(cfg, "create", "rbd/" + image, "--size", "64")
+    pv_name = "pvc-" + str(uuid.uuid4())
+    if csi:
+        source = {"csi": {"driver": LAB_DRIVER, "fsType": "ext4",
+                          "volumeHandle": "0001-0003-lab-0000000000000002-" + vol_id,
+                          "volumeAttributes": {"clusterID": "lab", "pool": "rbd", "imageName": image,
+                                               "imageFeatures": "layering"},
+                          "nodeStageSecretRef": {"name": "csi-rbd-secret", "namespace": CSI_NAMESPACE}}}
+    else:
+        source = {"rbd": {"monitors": [cfg.host_ip + ":6789"], "pool": "rbd", "image": image,
+                          "user": cfg.user, "fsType": "ext4"}}
+    kube.create("persistentvolumes", dict({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": dict(source, accessModes=["ReadWriteOnce"], capacity={"storage": "1Gi"},
+                     persistentVolumeReclaimPolicy="Delete", storageClassName="ceph-rbd" if csi else "",
+                     claimRef={"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim})}))
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": NAMESPACE},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                 "storageClassName": "ceph-rbd" if csi else "", "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                                                            "capacity": {"storage": "1Gi"}}},
+               NAMESPACE, subresource="status")
+    return pv_name, "rbd/" + image
+
+
+def deployment(kube, name, claim, prefer_node):
+    """seed 000's nginx Deployment, first placed on prefer_node."""
+    kube.create("deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name},
+                     "annotations": {"lab.volfence.io/prefer-node": prefer_node}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "nginx", "image": "nginx:1.14.2",
+                                                       "ports": [{"containerPort": 80}],
+                                                       "volumeMounts": [{"mountPath": "/var/log/nginx",
+                                                                         "name": "log-vol"}]}],
+                                       "volumes": [{"name": "log-vol",
+                                                    "persistentVolumeClaim": {"claimName": claim}}]}}}},
+        NAMESPACE)
+
+
+def pods_of(kube, app):
+    return kube.list("pods", NAMESPACE, label_selector="app=" + app)
+
+
+def running_on(kube, app, node):
+    return [p for p in pods_of(kube, app) if p["spec"].get("nodeName") == node
+            and p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+
+
+def stuck_events(kube, pod_name, fragment):
+    return [e for e in kube.list("events", NAMESPACE, field_selector="involvedObject.name=" + pod_name)
+            if fragment in e.get("message", "")]
+
+
+def seed_000(cfg, failed="node-b", app="nginx"):
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    claim = "pvc-test" if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None \
+        else "pvc-test-" + uuid.uuid4().hex[:5]
+    if claim != "pvc-test":
+        app = app + "-" + claim[-5:]
+    pv_name, image = rbd_volume(cfg, kube, claim)
+    deployment(kube, app, claim, failed)
+    first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
+    labmod.kill_node(cfg, failed)
+
+    def stuck():
+        for pod in pods_of(kube, app):
+            if pod["spec"].get("nodeName") not in (None, failed) and not pod["metadata"].get("deletionTimestamp"):
+                events = stuck_events(kube, pod["metadata"]["name"], "is still being used")
+                if events:
+                    return pod, events[0]
+        return None
+    pod, event = wait("the replacement pod to be stuck", stuck, timeout=90)
+    watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
+    return {"scenario": "seed-000", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
+            "image": image, "failed_node": failed, "failed_node_ip": cfg.node_ip(failed),
+            "old_pod": first["metadata"]["name"], "stuck_pod": pod["metadata"]["name"],
+            "stuck_node": pod["spec"]["nodeName"], "event": event["message"],
+            "watchers": [w["address"] for w in watchers]}
+
+
+def seed_003(cfg, holder="node-b", app="index-api"):
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    claim = app + "-pv-claim-" + uuid.uuid4().hex[:5]
+    pv_name, image = rbd_volume(cfg, kube, claim, csi=False)
+    # The old node still holds the in-tree plugin's lock and its client is alive.
+    held = labmod.hold(cfg, holder, image, lock_id="kubelet_lock_magic_" + holder)
+    name = app + "-" + claim[-5:]
+    others = sorted(n for n in cfg.nodes if n != holder)
+    deployment(kube, name, claim, others[0])
+
+    def stuck():
+        for pod in pods_of(kube, name):
+            events = stuck_events(kube, pod["metadata"]["name"], "is locked by other nodes")
+            if events:
+                return pod, events[0]
+        return None
+    pod, event = wait("the pod to be stuck on the lock", stuck, timeout=60)
+    return {"scenario": "seed-003", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
+            "image": image, "lock_id": "kubelet_lock_magic_" + holder, "locker": "client.%d" % held["instance_id"],
+            "locker_address": held["address"], "lock_node": holder, "stuck_pod": pod["metadata"]["name"],
+            "stuck_node": pod["spec"]["nodeName"], "event": event["message"]}
+
+
+def seed_001(cfg, node="node-b"):
+    """A csi-unity style volume whose unique name looks like an attachment name."""
+    kube = labmod.kube_client(cfg)
+    driver = "csi-unity.dellemc.com"
+    # <driver>^<handle> must be 68 characters: len(driver) + 1 + len(handle) == 68
+    handle = "csiunity-" + uuid.uuid4().hex[:10] + "-iSCSI-APM0012345678-sv_42"
+    handle = handle + "x" * (68 - len(driver) - 1 - len(handle))
+    unique = driver + "^" + handle
+    assert len(unique) == 68 and unique.startswith("csi-"), unique
+    pv_name = "pvc-" + str(uuid.uuid4())
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": driver}, "spec": {"attachRequired": True}})
+    kube.create("persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": {"csi": {"driver": driver, "volumeHandle": handle, "fsType": "ext4"},
+                 "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "8Gi"},
+                 "persistentVolumeReclaimPolicy": "Delete"}})
+    name = attachment_name(handle, driver, node)
+    kube.create("volumeattachments", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+        "metadata": {"name": name, "finalizers": ["external-attacher/csi-unity-dellemc-com"]},
+        "spec": {"attacher": driver, "nodeName": node, "source": {"persistentVolumeName": pv_name}}})
+    kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
+    return {"scenario": "seed-001", "driver": driver, "volume_handle": handle, "unique_name": unique,
+            "unique_name_length": len(unique), "pv": pv_name, "volumeattachment": name, "node": node}
+
+
+SCENARIOS = {"seed-000": seed_000, "seed-001": seed_001, "seed-003": seed_003}
