@@ -163,6 +163,10 @@ class Handler(BaseHTTPRequestHandler):
     # --- plumbing ---------------------------------------------------------
     def setup(self):
         super().setup()
+        try:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
         self.server.emu._conns.add(self.connection)
 
     def finish(self):
@@ -213,8 +217,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         for k, v in (headers or {}).items():
             self.send_header(k, str(v))
-        self.end_headers()
-        self.wfile.write(data)
+        # headers and body in one send (avoids Nagle/delayed-ACK stalls)
+        self._headers_buffer.append(b"\r\n")
+        self._headers_buffer.append(data)
+        self.flush_headers()
         self._code = code
 
     def _send_json(self, code, obj, headers=None):
@@ -396,6 +402,48 @@ class Handler(BaseHTTPRequestHandler):
                                      "groupVersion": "%s/%s" % (g, v) if g else v,
                                      "resources": resources})
 
+    def _openapi_v3(self, rest):
+        """Minimal OpenAPI v3: enough for kubectl to see that every resource supports
+        server-side field validation (so it skips client-side schema validation).
+        No schemas are served; /openapi/v2 is 404."""
+        store = self.server.emu.store
+        groups = store.groups()
+        if not rest:
+            paths = {}
+            for g, versions in groups.items():
+                for v in versions:
+                    gv = ("api/%s" % v) if not g else ("apis/%s/%s" % (g, v))
+                    h = abs(hash(tuple(sorted((t.plural, t.kind, t.namespaced)
+                                              for t in store.types_for(g, v))))) % (16 ** 12)
+                    paths[gv] = {"serverRelativeURL": "/openapi/v3/%s?hash=%012X" % (gv, h)}
+            return self._send_json(200, {"paths": paths})
+        if rest[0] == "api" and len(rest) == 2:
+            g, v = "", rest[1]
+        elif rest[0] == "apis" and len(rest) == 3:
+            g, v = rest[1], rest[2]
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        types = store.types_for(g, v)
+        if not types:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        prefix = "/api/%s" % v if not g else "/apis/%s/%s" % (g, v)
+        paths = {}
+        for rt in types:
+            base = prefix + ("/namespaces/{namespace}" if rt.namespaced else "") + "/" + rt.plural
+            gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+            params = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+                      {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+                      {"name": "fieldManager", "in": "query", "schema": {"type": "string"}}]
+            op = {"x-kubernetes-group-version-kind": gvk, "parameters": params,
+                  "responses": {"200": {"description": "OK"}}}
+            paths[base] = {"post": dict(op, **{"x-kubernetes-action": "post"})}
+            paths[base + "/{name}"] = {"patch": dict(op, **{"x-kubernetes-action": "patch"}),
+                                       "put": dict(op, **{"x-kubernetes-action": "put"})}
+        return self._send_json(200, {"openapi": "3.0.0",
+                                     "info": {"title": "Kubernetes (kubeemu)",
+                                              "version": store.version},
+                                     "paths": paths, "components": {"schemas": {}}})
+
     # --- routing -------------------------------------------------------------
     def _route(self, method, path, q, body):
         emu = self.server.emu
@@ -407,6 +455,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(200, store.version_info())
         if segs[0] in ("healthz", "readyz", "livez"):
             return self._send_bytes(200, b"ok", "text/plain")
+        if segs[0] == "openapi" and len(segs) >= 2 and segs[1] == "v3" and method == "GET":
+            return self._openapi_v3(segs[2:])
         if segs[0] not in ("api", "apis"):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if (segs[0] == "api" and len(segs) <= 2) or (segs[0] == "apis" and len(segs) <= 3):
