@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Idempotent, non-interactive setup of a development / CI machine for volfence.csi
+# (Debian bookworm, root, pyenv Pythons under ~/.pyenv/versions).
+#
+# Usage: scripts/setup.sh [--skip-apt] [--pip-bootstrap]
+#   (no option)      everything below, in this order
+#   --skip-apt       do not check/install Debian packages (also: VOLFENCE_SKIP_APT=1)
+#   --pip-bootstrap  only install the offline get-pip stand-in for ansible-test
+#                    (what scripts/ansible_test.sh calls before every run)
+#   VOLFENCE_VENV=/path  use another virtualenv than <repo>/.venv
+#
+# Steps:
+#   1. Debian packages (Ceph lab + test tooling), installed only when `dpkg -s` says
+#      one is missing; `apt-get update` runs first in that case only.
+#   2. Project virtualenv .venv with Python >= 3.12 (pyenv 3.12.1 preferred;
+#      VOLFENCE_PYTHON=/path/to/python overrides), recreated only if missing/broken.
+#      `pip install -r requirements-test.txt` runs only when the requirement files
+#      (or the interpreter) changed: a sha256 stamp is kept in .venv/.volfence-requirements.sha256.
+#   3. ansible-test's pip bootstrap: ansible-test downloads get-pip.py from a host
+#      that is unreachable here, unless ~/.ansible/test/cache/get_pip_<ver>.py exists.
+#      scripts/get_pip_offline.py is copied there under every pip version pinned by
+#      the installed ansible-test (read from ansible_test itself, not hard-coded).
+#
+# Quiet on success; on failure prints what failed (and the tail of the tool's log).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VOLFENCE_VENV:-$REPO/.venv}"
+STAMP="$VENV/.volfence-requirements.sha256"
+PIP_CACHE_DIR_ANSIBLE_TEST="${HOME}/.ansible/test/cache"
+
+# Debian packages: Ceph lab (mon/osd/mgr, CLI, Python bindings for /usr/bin/python3),
+# iproute2 (network namespaces), python3-pytest, fuse3; plus
+#   python3-venv: ensurepip for /usr/bin/python3.11, which ansible-test uses as the
+#                 Ceph-node target Python (scripts/ansible_test.sh, get_pip_offline.py)
+#   (package) shellcheck: without it ansible-test skips its "shellcheck" sanity test
+#   git:          ansible_test.sh lists files with git
+APT_PACKAGES=(ceph-mon ceph-osd ceph-mgr ceph-common python3-rados python3-rbd iproute2
+              python3-pytest fuse3 python3-venv shellcheck git)
+
+LOG="$(mktemp "${TMPDIR:-/tmp}/volfence-setup.XXXXXX.log")"
+trap 'rm -f "$LOG"' EXIT
+
+die() {
+    echo "setup.sh: ERROR: $*" >&2
+    exit 1
+}
+
+# run_logged DESCRIPTION CMD...: run quietly, show the log tail on failure.
+run_logged() {
+    local what="$1"
+    shift
+    if ! "$@" >"$LOG" 2>&1; then
+        echo "setup.sh: ERROR: $what failed: $*" >&2
+        echo "----- last 40 lines of output -----" >&2
+        tail -n 40 "$LOG" >&2
+        exit 1
+    fi
+}
+
+install_apt_packages() {
+    local missing=() pkg
+    for pkg in "${APT_PACKAGES[@]}"; do
+        if ! dpkg -s "$pkg" >/dev/null 2>&1 \
+            || ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
+            missing+=("$pkg")
+        fi
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 \
+            || die "Debian packages missing (${missing[*]}) and not root; install them or rerun as root (or --skip-apt)"
+        sudo=(sudo -n)
+    fi
+    echo "setup.sh: installing Debian packages: ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    run_logged "apt-get update" "${sudo[@]}" apt-get update -q
+    run_logged "apt-get install" "${sudo[@]}" apt-get install -y -q \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
+}
+
+# python_ok PATH: true if PATH runs and is Python >= 3.12.
+python_ok() {
+    [ -n "$1" ] && "$1" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1
+}
+
+find_python() {
+    local cand
+    if [ -n "${VOLFENCE_PYTHON:-}" ]; then
+        python_ok "$VOLFENCE_PYTHON" || die "VOLFENCE_PYTHON=$VOLFENCE_PYTHON is not a working Python >= 3.12"
+        echo "$VOLFENCE_PYTHON"
+        return
+    fi
+    # Preferred interpreter first, then any other pyenv >= 3.12, then PATH
+    # (pyenv shims for versions that are not active fail python_ok and are skipped).
+    for cand in "$HOME/.pyenv/versions/3.12.1/bin/python" \
+                "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python \
+                "$(command -v python3.12 || true)" "$(command -v python3.13 || true)" \
+                "$(command -v python3.14 || true)" "$(command -v python3 || true)"; do
+        if python_ok "$cand"; then
+            echo "$cand"
+            return
+        fi
+    done
+    die "no Python >= 3.12 found (looked in ~/.pyenv/versions and PATH); set VOLFENCE_PYTHON"
+}
+
+setup_venv() {
+    local python
+    if ! python_ok "$VENV/bin/python"; then
+        python="$(find_python)"
+        echo "setup.sh: creating $VENV with $python" >&2
+        rm -rf "$VENV"
+        run_logged "virtualenv creation" "$python" -m venv "$VENV"
+    fi
+
+    # Stamp = requirement files + interpreter version; reinstall only when it changes.
+    local want have=""
+    want="$(cd "$REPO" && {
+        "$VENV/bin/python" -c 'import sys; print(sys.version)'
+        for f in requirements-test.txt requirements.txt; do
+            if [ -f "$f" ]; then sha256sum "$f"; fi
+        done
+    } | sha256sum | cut -d' ' -f1)"
+    [ -f "$STAMP" ] && have="$(cat "$STAMP")"
+    if [ "$want" != "$have" ]; then
+        [ -f "$REPO/requirements-test.txt" ] || die "$REPO/requirements-test.txt not found"
+        echo "setup.sh: installing requirements-test.txt into $VENV" >&2
+        (cd "$REPO" && run_logged "pip install -r requirements-test.txt" \
+            "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-test.txt)
+        echo "$want" >"$STAMP"
+    fi
+}
+
+install_pip_bootstrap() {
+    local src="$REPO/scripts/get_pip_offline.py" versions v dst
+    [ -f "$src" ] || die "$src not found"
+    [ -x "$VENV/bin/python" ] || die "$VENV missing; run scripts/setup.sh first"
+
+    # The pip version(s) ansible-test pins for its venvs: ask ansible_test itself
+    # (get_venv_packages() per supported Python); fall back to parsing the source.
+    versions="$("$VENV/bin/python" - <<'EOF'
+import re, sys, types
+try:
+    from ansible_test._internal import constants, python_requirements as pr
+    found = {pr.get_venv_packages(types.SimpleNamespace(version=v))['pip']
+             for v in constants.SUPPORTED_PYTHON_VERSIONS}
+except Exception:  # ansible-test internals moved: parse python_requirements.py
+    try:
+        import ansible_test, os
+        path = os.path.join(os.path.dirname(ansible_test.__file__), '_internal', 'python_requirements.py')
+        with open(path) as f:
+            found = set(re.findall(r"""\bpip\s*=\s*['"]([0-9][0-9A-Za-z.]*)['"]""", f.read()))
+    except Exception as ex:
+        sys.exit('cannot determine the pip version pinned by ansible-test: %s' % ex)
+if not found:
+    sys.exit('cannot determine the pip version pinned by ansible-test')
+print('\n'.join(sorted(found)))
+EOF
+)" || die "could not read ansible-test's pinned pip version (is ansible-core installed in .venv?)"
+
+    mkdir -p "$PIP_CACHE_DIR_ANSIBLE_TEST"
+    for v in $versions; do
+        dst="$PIP_CACHE_DIR_ANSIBLE_TEST/get_pip_${v//./_}.py"
+        if ! cmp -s "$src" "$dst"; then
+            cp "$src" "$dst.tmp.$$" && mv -f "$dst.tmp.$$" "$dst"
+        fi
+    done
+}
+
+main() {
+    local skip_apt="${VOLFENCE_SKIP_APT:-0}" only_bootstrap=0 arg
+    for arg in "$@"; do
+        case "$arg" in
+            --skip-apt) skip_apt=1 ;;
+            --pip-bootstrap) only_bootstrap=1 ;;
+            -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+            *) die "unknown option: $arg (see --help)" ;;
+        esac
+    done
+
+    if [ "$only_bootstrap" = 1 ]; then
+        install_pip_bootstrap
+        return 0
+    fi
+    [ "$skip_apt" = 1 ] || install_apt_packages
+    setup_venv
+    install_pip_bootstrap
+}
+
+main "$@"
