@@ -8,6 +8,9 @@ ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "up
 class RType:
     """One served resource (group/version/plural)."""
 
+    # return_deleted: DELETE that removes the object at once answers with the object
+    # (ReturnDeletedObject in the real registry: pods, PVs, PVCs, services, storage.k8s.io
+    # kinds, custom resources); the other kinds answer with a Status "Success".
     def __init__(self, group, version, plural, kind, namespaced, short_names=(),
                  singular=None, status=False, scale=False, generation=False,
                  return_deleted=False, extra_subresources=(), categories=(),
@@ -83,23 +86,27 @@ def _b(group, version, plural, kind, namespaced, short=(), **kw):
 
 def builtin_types():
     return [
-        _b("", "v1", "namespaces", "Namespace", False, ["ns"], status=True, return_deleted=True),
+        _b("", "v1", "namespaces", "Namespace", False, ["ns"], status=True),
         _b("", "v1", "nodes", "Node", False, ["no"], status=True),
         _b("", "v1", "pods", "Pod", True, ["po"], status=True, return_deleted=True,
            extra_subresources=["eviction", "binding"], categories=["all"]),
         _b("", "v1", "events", "Event", True, ["ev"]),
-        _b("", "v1", "persistentvolumes", "PersistentVolume", False, ["pv"], status=True),
-        _b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ["pvc"], status=True),
+        _b("", "v1", "persistentvolumes", "PersistentVolume", False, ["pv"], status=True,
+           return_deleted=True),
+        _b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ["pvc"], status=True,
+           return_deleted=True),
         _b("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
         _b("", "v1", "secrets", "Secret", True),
-        _b("", "v1", "services", "Service", True, ["svc"], status=True, categories=["all"]),
-        _b("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
+        _b("", "v1", "services", "Service", True, ["svc"], status=True, categories=["all"],
+           return_deleted=True),
+        _b("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"], return_deleted=True),
         _b("", "v1", "endpoints", "Endpoints", True, ["ep"], list_kind="EndpointsList"),
         _b("coordination.k8s.io", "v1", "leases", "Lease", True),
-        _b("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"]),
-        _b("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
-        _b("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
-        _b("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+        _b("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"], return_deleted=True),
+        _b("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True,
+           return_deleted=True),
+        _b("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False, return_deleted=True),
+        _b("storage.k8s.io", "v1", "csinodes", "CSINode", False, return_deleted=True),
         _b("apps", "v1", "deployments", "Deployment", True, ["deploy"], status=True, scale=True,
            generation=True, categories=["all"]),
         _b("apps", "v1", "replicasets", "ReplicaSet", True, ["rs"], status=True, scale=True,
