@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    # The options every Ceph module shares (argument spec: module_utils/_ceph_common.py).
+    DOCUMENTATION = r'''
+options:
+  cluster:
+    description:
+      - Ceph cluster name; selects C(/etc/ceph/<cluster>.conf) when O(conf) is not set.
+    type: str
+    default: ceph
+  conf:
+    description:
+      - Path of the Ceph configuration file.
+      - Without it, Ceph's default search applies (C(/etc/ceph/<cluster>.conf)), unless O(mon_host)
+        is set, in which case no file is read.
+      - With O(command_prefix), the path is the one inside the container.
+    type: path
+  keyring:
+    description:
+      - Path of the keyring holding the key of O(user).
+      - Checked before anything is done (unless O(command_prefix) is set): a missing file fails
+        with a clear error.
+    type: path
+  key:
+    description:
+      - The cephx secret key of O(user), when there is no keyring file (for example taken from a
+        Kubernetes secret). It is written to a temporary keyring readable only by the module's user,
+        removed when the module ends, and never logged.
+      - Mutually exclusive with O(keyring).
+    type: str
+  user:
+    description:
+      - The Ceph client name without the C(client.) prefix (a C(client.) prefix is accepted and
+        removed).
+    type: str
+    default: admin
+    aliases: [id]
+  mon_host:
+    description:
+      - Monitor address(es), overriding the configuration file, for example C(10.0.0.1) or
+        C([v2:10.0.0.1:3300,v1:10.0.0.1:6789]).
+    type: str
+  timeout:
+    description:
+      - Seconds to wait to connect to the cluster and for each monitor or OSD operation. An
+        unreachable monitor fails with a clear error after about this long.
+    type: int
+    default: 30
+  backend:
+    description:
+      - How to talk to Ceph.
+      - V(rados) uses the C(rados)/C(rbd) Python bindings (Debian/Ubuntu C(python3-rados) and
+        C(python3-rbd)) of the target's Python: one connection for everything, the fastest.
+      - V(cli) runs the C(ceph)/C(rbd) tools with C(--format json), optionally behind
+        O(command_prefix).
+      - V(auto) picks V(rados) when the bindings can be imported and O(command_prefix) is not set,
+        else V(cli).
+    type: str
+    choices: [auto, rados, cli]
+    default: auto
+  command_prefix:
+    description:
+      - A command that runs the Ceph tools where they live (the CLI backend only), for example
+        V([cephadm, shell, --]) or V([kubectl, -n, rook-ceph, exec, deploy/rook-ceph-tools, --]).
+      - The C(ceph)/C(rbd) command and its arguments are appended to it.
+    type: list
+    elements: str
+notes:
+  - Failures report the command (CLI arguments, or the JSON monitor command with the bindings), its
+    return code, stdout and stderr.
+  - Bad input fails before the module contacts the cluster, and refusals happen before anything is
+    changed.
+requirements:
+  - Either the C(rados) and C(rbd) Python bindings, or the C(ceph) and C(rbd) command line tools
+    (C(ceph-common)), on the target.
+seealso:
+  - name: Ceph OSD blocklist
+    description: How Ceph fences clients.
+    link: https://docs.ceph.com/en/latest/rados/operations/control/#osd-subsystem
+'''

@@ -1,0 +1,397 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: the OSD blocklist as data, safety rules and change planning.
+
+Pure functions only (no I/O): the modules fetch, these decide, the client executes.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import ipaddress
+import re
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    CephAddr,
+    CephParseError,
+    CephRefused,
+    iso_utc,
+    parse_addr,
+    parse_ceph_time,
+    parse_cidr,
+)
+
+DEFAULT_MAX_ADDRESSES = 256
+
+# --------------------------------------------------------------------------- entries
+
+
+class BlocklistEntry(object):
+    """One blocklist entry: an address (ip:port/nonce) or a range (cidr:ip:0/prefix)."""
+
+    __slots__ = ('kind', 'addr', 'network', 'base', 'until')
+
+    def __init__(self, kind, addr=None, network=None, base=None, until=None):
+        self.kind = kind          # 'address' or 'range'
+        self.addr = addr          # CephAddr, for kind == 'address'
+        self.network = network    # ip_network (normalised), for kind == 'range'
+        self.base = base          # the range's address exactly as Ceph stored it (may have host bits)
+        self.until = until        # aware UTC datetime or None
+
+    @property
+    def is_range(self):
+        return self.kind == 'range'
+
+    @property
+    def entry(self):
+        """The entry as `ceph osd blocklist ls` prints it (plain format)."""
+        if self.is_range:
+            host = ('[%s]' % self.base) if self.base.version == 6 else str(self.base)
+            return 'cidr:%s:0/%d' % (host, self.network.prefixlen)
+        return str(self.addr)
+
+    @property
+    def rm_argument(self):
+        """What `osd blocklist [range] rm` needs to remove exactly this entry."""
+        if self.is_range:
+            return '%s/%d' % (self.base, self.network.prefixlen)
+        return str(self.addr)
+
+    def covers_ip(self, ip):
+        if self.is_range:
+            return ip.version == self.network.version and ip in self.network
+        return self.addr.ip_wide and self.addr.ip == ip
+
+    def __repr__(self):
+        return 'BlocklistEntry(%r)' % self.entry
+
+
+def _range_from_text(text):
+    """'cidr:10.231.3.0:0/24', '10.231.3.0:0/24' or '[fd00::]:0/120' to (network, base)."""
+    value = text[5:] if text.startswith('cidr:') else text
+    addr = parse_addr(value, 'blocklist range')
+    prefix = addr.nonce  # Ceph keeps the prefix length where an address keeps its nonce
+    if prefix > addr.ip.max_prefixlen:
+        raise ValueError('blocklist range %r has prefix length %d' % (text, prefix))
+    network = ipaddress.ip_network(u'%s/%d' % (addr.ip, prefix), strict=False)
+    return network, addr.ip
+
+
+def parse_entry(text, until=None):
+    """A BlocklistEntry from the way Ceph writes one (JSON value, osd dump key or plain line)."""
+    text = text.strip()
+    try:
+        if text.startswith('cidr:'):
+            network, base = _range_from_text(text)
+            return BlocklistEntry('range', network=network, base=base, until=parse_ceph_time(until))
+        return BlocklistEntry('address', addr=parse_addr(text, 'blocklist entry'), until=parse_ceph_time(until))
+    except ValueError as exc:
+        raise CephParseError('unexpected blocklist entry from Ceph: %s' % exc)
+
+
+def parse_blocklist_docs(docs):
+    """Entries from the JSON documents `osd blocklist ls --format json` printed.
+
+    Returns (entries, has_ranges): Pacific 16.2.8+ and later print a second array of range
+    entries ({"range": "10.231.3.0:0/24", "until": ...}); older clusters print one array, which
+    is also how this collection detects that `osd blocklist range add` is not available.
+    """
+    if not docs:
+        return [], False
+    entries = []
+    for doc in docs:
+        if not isinstance(doc, list):
+            raise CephParseError('unexpected blocklist output from Ceph: %r' % (doc,))
+        for item in doc:
+            if not isinstance(item, dict):
+                raise CephParseError('unexpected blocklist item from Ceph: %r' % (item,))
+            if 'range' in item:
+                text = item['range']
+                entries.append(parse_entry(text if text.startswith('cidr:') else 'cidr:' + text, item.get('until')))
+            elif 'addr' in item:
+                entries.append(parse_entry(item['addr'], item.get('until')))
+            else:
+                raise CephParseError('unexpected blocklist item from Ceph: %r' % (item,))
+    return entries, len(docs) >= 2
+
+
+_PLAIN_LINE = re.compile(r'^(\S+)\s+(\S+)$')
+
+
+def parse_blocklist_text(text):
+    """Entries from the plain `ceph osd blocklist ls` output (one 'entry until' per line)."""
+    entries = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith('listed '):
+            continue
+        match = _PLAIN_LINE.match(line)
+        if not match:
+            raise CephParseError('unexpected blocklist line from Ceph: %r' % line)
+        entries.append(parse_entry(match.group(1), match.group(2)))
+    return entries
+
+
+def entries_from_osd_dump(dump):
+    """Entries from `ceph osd dump --format json` ('blocklist' and 'range_blocklist' maps;
+    'blacklist' before Pacific)."""
+    entries = []
+    for key in ('blocklist', 'blacklist'):
+        for text, until in sorted((dump.get(key) or {}).items()):
+            entries.append(parse_entry(text, until))
+    for text, until in sorted((dump.get('range_blocklist') or {}).items()):
+        entries.append(parse_entry(text if text.startswith('cidr:') else 'cidr:' + text, until))
+    return entries
+
+
+def entry_info(entry, now):
+    """What ceph_blocklist_info returns for one entry."""
+    info = dict(entry=entry.entry, kind=entry.kind, expires=iso_utc(entry.until), expires_in=None,
+                expired=None)
+    if entry.until is not None:
+        remaining = (entry.until - now).total_seconds()
+        info['expires_in'] = int(remaining) if remaining >= 0 else -int(-remaining)
+        info['expired'] = remaining <= 0
+    if entry.is_range:
+        info.update(cidr=str(entry.network), ip=None, port=None, nonce=None, address=None,
+                    num_addresses=entry.network.num_addresses)
+    else:
+        info.update(cidr=None, ip=str(entry.addr.ip), port=entry.addr.port, nonce=entry.addr.nonce,
+                    address=str(entry.addr), num_addresses=None)
+    return info
+
+
+def sorted_entries(entries):
+    return sorted(entries, key=lambda e: (e.is_range, e.entry))
+
+
+# --------------------------------------------------------------------------- the cluster's own daemons
+
+def _addrvec(value):
+    """CephAddrs of an 'addrvec'/'addrs' structure or a plain 'ip:port/nonce' string."""
+    out = []
+    if not value:
+        return out
+    if isinstance(value, str):
+        try:
+            out.append(parse_addr(value))
+        except ValueError:
+            pass
+        return out
+    vec = value.get('addrvec', []) if isinstance(value, dict) else value
+    for item in vec:
+        text = item.get('addr') if isinstance(item, dict) else None
+        if not text:
+            continue
+        try:
+            addr = parse_addr(text)
+        except ValueError:
+            continue
+        out.append(CephAddr(addr.ip, addr.port, int(item.get('nonce', 0) or 0)))
+    return out
+
+
+class DaemonAddress(object):
+    __slots__ = ('role', 'name', 'addr')
+
+    def __init__(self, role, name, addr):
+        self.role, self.name, self.addr = role, name, addr
+
+    def label(self):
+        return '%s.%s (%s)' % (self.role, self.name, self.addr)
+
+
+def cluster_daemon_addresses(mon_dump=None, mgr_dump=None, osd_dump=None, fs_dump=None):
+    """Every address the cluster's own daemons use, from the JSON dumps of the mon, mgr, osd and
+    fs maps. Blocklisting any of them (or their IP) would cut the cluster off itself."""
+    found = []
+
+    def add(role, name, value):
+        for addr in _addrvec(value):
+            found.append(DaemonAddress(role, str(name), addr))
+
+    for mon in (mon_dump or {}).get('mons', []):
+        add('mon', mon.get('name'), mon.get('public_addrs') or mon.get('public_addr') or mon.get('addr'))
+    mgr = mgr_dump or {}
+    if mgr.get('active_name'):
+        add('mgr', mgr.get('active_name'), mgr.get('active_addrs') or mgr.get('active_addr'))
+    for standby in mgr.get('standbys', []):
+        add('mgr', standby.get('name'), standby.get('addrs') or standby.get('addr'))
+    # The mgr's own RADOS clients (rbd_support, volumes, ...): fencing them breaks mgr modules.
+    for client in mgr.get('active_clients', []):
+        add('mgr-client', '%s/%s' % (mgr.get('active_name'), client.get('name')), client.get('addrvec'))
+    for osd in (osd_dump or {}).get('osds', []):
+        for key in ('public_addrs', 'cluster_addrs', 'heartbeat_back_addrs', 'heartbeat_front_addrs'):
+            add('osd', osd.get('osd'), osd.get(key) or osd.get(key[:-1]))
+    fsmap = fs_dump or {}
+    for fs in fsmap.get('filesystems', []):
+        for info in ((fs.get('mdsmap') or {}).get('info') or {}).values():
+            add('mds', info.get('name'), info.get('addrs') or info.get('addr'))
+    for standby in fsmap.get('standbys', []):
+        add('mds', standby.get('name'), standby.get('addrs') or standby.get('addr'))
+    return found
+
+
+# --------------------------------------------------------------------------- requests and safety
+
+class Request(object):
+    """What the user asked for, validated: addresses (CephAddr) and networks."""
+
+    def __init__(self, addresses=None, cidrs=None):
+        self.addresses = []
+        self.cidrs = []
+        errors = []
+        for text in addresses or []:
+            try:
+                addr = parse_addr(text, 'address')
+            except ValueError as exc:
+                errors.append(str(exc))
+                continue
+            if addr not in self.addresses:
+                self.addresses.append(addr)
+        for text in cidrs or []:
+            try:
+                network = parse_cidr(text, 'CIDR')
+            except ValueError as exc:
+                errors.append(str(exc))
+                continue
+            if network not in self.cidrs:
+                self.cidrs.append(network)
+        if errors:
+            raise ValueError('invalid input, nothing was changed: ' + '; '.join(errors))
+
+
+def check_safety(request, daemons, max_addresses=DEFAULT_MAX_ADDRESSES):
+    """Refuse (CephRefused) to blocklist the cluster's own daemons, the whole Internet, or a CIDR
+    larger than max_addresses. Returns nothing; raises with every reason at once."""
+    reasons = []
+    for network in request.cidrs:
+        if network.prefixlen == 0:
+            reasons.append('%s would blocklist every client of the cluster: refused whatever max_addresses says'
+                           % network)
+            continue
+        if network.num_addresses > max_addresses:
+            reasons.append('%s has %d addresses, more than max_addresses=%d (raise max_addresses explicitly '
+                           'if this is really meant)' % (network, network.num_addresses, max_addresses))
+        hits = [d for d in daemons if d.addr.ip.version == network.version and d.addr.ip in network]
+        if hits:
+            reasons.append('%s contains addresses of the cluster\'s own daemons: %s'
+                           % (network, _labels(hits)))
+    for addr in request.addresses:
+        if addr.ip_wide:
+            hits = [d for d in daemons if d.addr.ip == addr.ip]
+        else:
+            hits = [d for d in daemons if d.addr == addr]
+        if hits:
+            reasons.append('%s is an address of the cluster\'s own daemons: %s' % (addr, _labels(hits)))
+    if reasons:
+        raise CephRefused('refused, nothing was changed: ' + '; '.join(reasons))
+
+
+def _labels(hits, limit=6):
+    labels = []
+    for hit in hits:
+        label = hit.label()
+        if label not in labels:
+            labels.append(label)
+    more = len(labels) - limit
+    return ', '.join(labels[:limit]) + (' and %d more' % more if more > 0 else '')
+
+
+# --------------------------------------------------------------------------- planning
+
+class Action(object):
+    """One blocklist change: op 'add' or 'rm', on an address or a range."""
+
+    __slots__ = ('op', 'is_range', 'target', 'display', 'source')
+
+    def __init__(self, op, is_range, target, display, source):
+        self.op = op                # 'add' | 'rm'
+        self.is_range = is_range    # uses `osd blocklist range ...`
+        self.target = target        # the argument Ceph gets: '10.1.2.3:0/0', '10.1.2.0/24'
+        self.display = display      # the entry as `blocklist ls` will print it
+        self.source = source        # what the user asked for that caused it
+
+    def __repr__(self):
+        return 'Action(%s %s%s)' % (self.op, 'range ' if self.is_range else '', self.target)
+
+    def __eq__(self, other):
+        return isinstance(other, Action) and (self.op, self.is_range, self.target) == (
+            other.op, other.is_range, other.target)
+
+    def __hash__(self):
+        return hash((self.op, self.is_range, self.target))
+
+
+def hosts_of(network):
+    """The addresses per-address mode blocklists for a CIDR: every usable host (a /24 gives 254)."""
+    return [CephAddr(ip) for ip in network.hosts()] if network.num_addresses > 2 else [
+        CephAddr(ip) for ip in network]
+
+
+def plan_present(request, entries, use_ranges):
+    """Actions that make every requested address/CIDR blocklisted. Existing entries are left as
+    they are (their expiry is not changed)."""
+    actions = []
+    exact = set(e.addr for e in entries if not e.is_range)
+    ranges = set(e.network for e in entries if e.is_range)
+    for addr in request.addresses:
+        if addr not in exact:
+            actions.append(Action('add', False, str(addr), str(addr), str(addr)))
+    for network in request.cidrs:
+        if use_ranges:
+            if network not in ranges:
+                host = ('[%s]' % network.network_address) if network.version == 6 else str(network.network_address)
+                actions.append(Action('add', True, str(network), 'cidr:%s:0/%d' % (host, network.prefixlen),
+                                      str(network)))
+        else:
+            for addr in hosts_of(network):
+                if addr not in exact:
+                    action = Action('add', False, str(addr), str(addr), str(network))
+                    if action not in actions:
+                        actions.append(action)
+    return actions
+
+
+def plan_absent(request, entries):
+    """Actions that remove every entry matching the request, and warnings about what still covers
+    a requested address (a range that is wider than what was asked)."""
+    actions = []
+    warnings = []
+    for addr in request.addresses:
+        for entry in entries:
+            if entry.is_range:
+                continue
+            if (addr.ip_wide and entry.addr.ip == addr.ip) or entry.addr == addr:
+                actions.append(Action('rm', False, entry.rm_argument, entry.entry, str(addr)))
+        for entry in entries:
+            if entry.is_range and entry.covers_ip(addr.ip):
+                warnings.append('%s stays blocklisted by the range %s (remove that CIDR to lift it)'
+                                % (addr, entry.network))
+    for network in request.cidrs:
+        for entry in entries:
+            if entry.is_range:
+                if entry.network.version == network.version and entry.network.subnet_of(network):
+                    actions.append(Action('rm', True, entry.rm_argument, entry.entry, str(network)))
+                elif entry.network.version == network.version and entry.network.supernet_of(network):
+                    warnings.append('%s stays blocklisted by the wider range %s' % (network, entry.network))
+            elif entry.addr.ip.version == network.version and entry.addr.ip in network:
+                actions.append(Action('rm', False, entry.rm_argument, entry.entry, str(network)))
+    unique = []
+    for action in actions:
+        if action not in unique:
+            unique.append(action)
+    return unique, warnings
+
+
+def predict_after(entries, actions):
+    """The blocklist (plain entry strings) after `actions`, for check mode and diff."""
+    after = [e.entry for e in sorted_entries(entries)]
+    for action in actions:
+        if action.op == 'add' and action.display not in after:
+            after.append(action.display)
+        elif action.op == 'rm' and action.display in after:
+            after.remove(action.display)
+    return after

@@ -1,0 +1,568 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: one Ceph client, two backends.
+
+* ``rados``: the ``rados``/``rbd`` Python bindings, one connection for everything; JSON mon
+  commands through ``Rados.mon_command``. Imported lazily: this file imports without them.
+* ``cli``: the ``ceph``/``rbd`` command line tools with ``--format json``, optionally behind a
+  command prefix (``cephadm shell --``, ``kubectl -n rook-ceph exec deploy/rook-ceph-tools --``).
+
+Both raise CephError subclasses that carry the command (argv, or the mon command as JSON), the
+return code, stdout and stderr.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import errno
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import threading
+
+try:
+    from concurrent.futures import ThreadPoolExecutor
+except ImportError:  # pragma: no cover - Python 3 always has it
+    ThreadPoolExecutor = None
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    CephCommandError,
+    CephConnectionError,
+    CephError,
+    CephNotFoundError,
+    errno_name,
+    stderr_summary,
+)
+
+DEFAULT_WORKERS = 64
+DEFAULT_IMAGE_WORKERS = 16
+
+
+def import_bindings():
+    """(rados, rbd) modules, or (None, error text) when the bindings are not installed."""
+    try:
+        import rados  # pylint: disable=import-error
+        import rbd  # pylint: disable=import-error
+    except ImportError as exc:
+        return None, str(exc)
+    return (rados, rbd), None
+
+
+# --------------------------------------------------------------------------- commands
+
+class MonCommand(object):
+    """A monitor command, as CLI arguments and as the JSON the monitors take."""
+
+    __slots__ = ('argv', 'json')
+
+    def __init__(self, argv, json_cmd):
+        self.argv = list(argv)
+        self.json = dict(json_cmd)
+        self.json.setdefault('format', 'json')
+
+    def describe(self):
+        return 'ceph ' + ' '.join(shlex.quote(a) for a in self.argv)
+
+    def __repr__(self):
+        return 'MonCommand(%r)' % self.describe()
+
+
+def dump_command(kind):
+    """`ceph mon dump`, `mgr dump`, `osd dump`, `fs dump`, `versions`."""
+    words = kind.split()
+    return MonCommand(words, {'prefix': kind})
+
+
+def blocklist_ls_command(naming='blocklist'):
+    return MonCommand(['osd', naming, 'ls'], {'prefix': 'osd %s ls' % naming})
+
+
+def blocklist_change_command(naming, op, target, expire=None, is_range=False):
+    """osd blocklist [range] add|rm <target> [<expire>]; `naming` is blocklist or blacklist."""
+    argv = ['osd', naming] + (['range'] if is_range else []) + [op, target]
+    cmd = {'prefix': 'osd %s' % naming, '%sop' % naming: op, 'addr': target}
+    if is_range:
+        cmd['range'] = 'range'
+    if expire is not None and op == 'add':
+        argv.append(_number(expire))
+        cmd['expire'] = float(expire)
+    return MonCommand(argv, cmd)
+
+
+def _number(value):
+    value = float(value)
+    return ('%d' % value) if value == int(value) else repr(value)
+
+
+# --------------------------------------------------------------------------- images
+
+class ImageSpec(object):
+    """pool[/namespace]/image."""
+
+    __slots__ = ('pool', 'namespace', 'image')
+
+    def __init__(self, pool, namespace, image):
+        self.pool, self.namespace, self.image = pool, namespace or '', image
+
+    def __str__(self):
+        return '/'.join(p for p in (self.pool, self.namespace, self.image) if p)
+
+    def __repr__(self):
+        return 'ImageSpec(%r)' % str(self)
+
+    def __eq__(self, other):
+        return isinstance(other, ImageSpec) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+_NAME = re.compile(r'^[^/@\s]+$')
+
+
+def parse_image_spec(text):
+    """'pool/image' or 'pool/namespace/image' to an ImageSpec. Raises ValueError."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError('image spec must be pool/image or pool/namespace/image, got %r' % (text,))
+    parts = text.strip().split('/')
+    if len(parts) not in (2, 3) or not all(_NAME.match(p) for p in parts):
+        raise ValueError('image spec %r must be pool/image or pool/namespace/image '
+                         '(no snapshots, no spaces)' % text)
+    if len(parts) == 2:
+        return ImageSpec(parts[0], '', parts[1])
+    return ImageSpec(parts[0], parts[1], parts[2])
+
+
+def image_spec(pool, namespace, image):
+    for what, value in (('pool', pool), ('image', image)):
+        if not value or not _NAME.match(value):
+            raise ValueError('%s %r is not a valid name' % (what, value))
+    if namespace and not _NAME.match(namespace):
+        raise ValueError('namespace %r is not a valid name' % namespace)
+    return ImageSpec(pool, namespace or '', image)
+
+
+# --------------------------------------------------------------------------- settings
+
+class CephSettings(object):
+    """The shared options, validated. `params` is a module's params dict."""
+
+    def __init__(self, params):
+        self.cluster = params.get('cluster') or 'ceph'
+        self.conf = params.get('conf')
+        self.keyring = params.get('keyring')
+        self.key = params.get('key')
+        user = params.get('user') or 'admin'
+        self.user = user[len('client.'):] if user.startswith('client.') else user
+        self.mon_host = params.get('mon_host')
+        self.timeout = int(params.get('timeout') or 30)
+        self.backend = params.get('backend') or 'auto'
+        self.command_prefix = list(params.get('command_prefix') or [])
+        if self.timeout <= 0:
+            raise ValueError('timeout must be a positive number of seconds, got %d' % self.timeout)
+        if self.backend not in ('auto', 'rados', 'cli'):
+            raise ValueError('backend must be one of auto, rados, cli; got %r' % self.backend)
+        if self.backend == 'rados' and self.command_prefix:
+            raise ValueError('command_prefix only applies to the cli backend (backend=rados was asked)')
+        if not self.command_prefix:
+            # Paths are local only without a prefix (in a container they name the container's files).
+            for what, path in (('conf', self.conf), ('keyring', self.keyring)):
+                if path and not os.path.isfile(path):
+                    raise CephConnectionError('%s file %s does not exist or is not a file: nothing was done'
+                                              % (what, path))
+                if path and not os.access(path, os.R_OK):
+                    raise CephConnectionError('%s file %s is not readable by this user: nothing was done'
+                                              % (what, path))
+
+    @property
+    def entity(self):
+        return 'client.' + self.user
+
+
+def connect(params, module_tmpdir=None):
+    """The client for `params` (a module's params): the chosen backend, connected."""
+    settings = CephSettings(params)
+    choice = settings.backend
+    if choice == 'auto':
+        choice = 'cli' if settings.command_prefix else 'rados'
+        if choice == 'rados' and import_bindings()[0] is None:
+            choice = 'cli'
+    if choice == 'rados':
+        bindings, error = import_bindings()
+        if bindings is None:
+            raise CephError('backend=rados needs the python3-rados and python3-rbd bindings on the target '
+                            '(import failed: %s); install them, or use backend=cli' % error)
+        client = RadosBackend(settings, bindings, module_tmpdir)
+    else:
+        client = CliBackend(settings, module_tmpdir)
+    client.connect()
+    return client
+
+
+class _Base(object):
+    name = None
+
+    def __init__(self, settings, tmpdir=None):
+        self.settings = settings
+        self.timeout = settings.timeout
+        self._tmp_keyring = None
+        self.keyring = settings.keyring
+        if settings.key:
+            handle, path = tempfile.mkstemp(prefix='volfence-ceph-', suffix='.keyring', dir=tmpdir)
+            with os.fdopen(handle, 'w') as out:
+                out.write('[%s]\n\tkey = %s\n' % (settings.entity, settings.key))
+            os.chmod(path, 0o600)
+            self._tmp_keyring = self.keyring = path
+
+    def close(self):
+        if self._tmp_keyring and os.path.exists(self._tmp_keyring):
+            os.unlink(self._tmp_keyring)
+            self._tmp_keyring = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def run_parallel(self, func, items, workers):
+        """[(item, result, error)] in the order of `items`; `workers` bounds the concurrency."""
+        items = list(items)
+        if not items:
+            return []
+        workers = max(1, min(int(workers or 1), len(items)))
+
+        def call(item):
+            try:
+                return item, func(item), None
+            except CephError as exc:
+                return item, None, exc
+
+        if workers == 1 or ThreadPoolExecutor is None:
+            return [call(item) for item in items]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(call, items))
+
+    def mon_many(self, commands, workers=DEFAULT_WORKERS):
+        return self.run_parallel(self.mon, commands, workers)
+
+    def mon_json(self, command, what=None):
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
+        outbuf, _outs = self.mon(command)
+        return json_document(outbuf, what or command.describe(), empty={})
+
+    def inspect_images(self, specs, metadata=True, workers=DEFAULT_IMAGE_WORKERS):
+        """[(spec, {'watchers': [...], 'metadata': {...}}, error)] for every spec."""
+        return self.run_parallel(lambda spec: self.inspect_image(spec, metadata), specs, workers)
+
+
+# --------------------------------------------------------------------------- bindings backend
+
+class RadosBackend(_Base):
+    """The rados/rbd Python bindings: one librados connection for everything."""
+
+    name = 'rados'
+
+    def __init__(self, settings, bindings, tmpdir=None):
+        super(RadosBackend, self).__init__(settings, tmpdir)
+        self.rados, self.rbd = bindings
+        self.cluster = None
+        self._ioctx = {}
+        self._lock = threading.Lock()
+
+    def connect(self):
+        s = self.settings
+        conf = {
+            'client_mount_timeout': str(s.timeout),
+            'rados_mon_op_timeout': str(s.timeout),
+            'rados_osd_op_timeout': str(s.timeout),
+        }
+        if self.keyring:
+            conf['keyring'] = self.keyring
+        if s.mon_host:
+            conf['mon_host'] = s.mon_host
+        conffile = s.conf if s.conf else ('' if s.mon_host else None)
+        what = 'connect to Ceph cluster %r as %s%s' % (
+            s.cluster, s.entity, (' (mon_host %s)' % s.mon_host) if s.mon_host else '')
+        try:
+            self.cluster = self.rados.Rados(clustername=s.cluster, rados_id=s.user, conffile=conffile, conf=conf)
+            self.cluster.connect(timeout=s.timeout)
+        except self.rados.Error as exc:
+            self.cluster = None
+            code = getattr(exc, 'errno', None)
+            hint = _connect_hint(code, s)
+            raise CephConnectionError('could not %s within %ss: %s%s' % (what, s.timeout, exc, hint),
+                                      cmd='rados.Rados(%s).connect(timeout=%d)' % (
+                                          ', '.join('%s=%r' % kv for kv in sorted(
+                                              dict(clustername=s.cluster, rados_id=s.user, conffile=conffile,
+                                                   conf=dict((k, v) for k, v in conf.items())).items())),
+                                          s.timeout),
+                                      rc=code, stdout='', stderr=str(exc))
+
+    def close(self):
+        for ioctx in self._ioctx.values():
+            try:
+                ioctx.close()
+            except Exception:  # pylint: disable=broad-except
+                pass
+        self._ioctx = {}
+        if self.cluster is not None:
+            self.cluster.shutdown()
+            self.cluster = None
+        super(RadosBackend, self).close()
+
+    def client_address(self):
+        return self.cluster.get_addrs() if self.cluster is not None else None
+
+    def mon(self, command):
+        try:
+            ret, outbuf, outs = self.cluster.mon_command(json.dumps(command.json, sort_keys=True), b'',
+                                                         timeout=self.timeout)
+        except self.rados.Error as exc:
+            raise CephCommandError('mon command %s failed: %s' % (json.dumps(command.json, sort_keys=True), exc),
+                                   cmd=command.json, rc=getattr(exc, 'errno', None), stdout='', stderr=str(exc))
+        outbuf = outbuf.decode('utf-8', 'replace') if isinstance(outbuf, bytes) else (outbuf or '')
+        if ret != 0:
+            raise CephCommandError('mon command %s failed: %s (%d): %s' % (
+                json.dumps(command.json, sort_keys=True), errno_name(ret) or 'error', ret, outs),
+                cmd=command.json, rc=ret, stdout=outbuf, stderr=outs)
+        return outbuf, outs
+
+    # ------------------------------------------------------------------ rbd
+
+    def _open_ioctx(self, spec):
+        key = (spec.pool, spec.namespace)
+        with self._lock:
+            ioctx = self._ioctx.get(key)
+            if ioctx is None:
+                try:
+                    ioctx = self.cluster.open_ioctx(spec.pool)
+                except self.rados.ObjectNotFound as exc:
+                    raise CephNotFoundError('pool %r does not exist (image %s)' % (spec.pool, spec),
+                                            cmd="open_ioctx(%r)" % spec.pool, rc=errno.ENOENT, stderr=str(exc))
+                except self.rados.Error as exc:
+                    raise CephCommandError('could not open pool %r: %s' % (spec.pool, exc),
+                                           cmd="open_ioctx(%r)" % spec.pool, rc=getattr(exc, 'errno', None),
+                                           stderr=str(exc))
+                if spec.namespace:
+                    ioctx.set_namespace(spec.namespace)
+                self._ioctx[key] = ioctx
+            return ioctx
+
+    def _image(self, spec, read_only=True):
+        ioctx = self._open_ioctx(spec)
+        call = 'rbd.Image(%s, read_only=%s)' % (spec, read_only)
+        try:
+            return self.rbd.Image(ioctx, spec.image, read_only=read_only)
+        except self.rbd.ImageNotFound as exc:
+            raise CephNotFoundError('image %s does not exist%s' % (
+                spec, ' (or namespace %r does not)' % spec.namespace if spec.namespace else ''),
+                cmd=call, rc=errno.ENOENT, stderr=str(exc))
+        except self.rbd.Error as exc:
+            raise CephCommandError('could not open image %s: %s' % (spec, exc), cmd=call,
+                                   rc=getattr(exc, 'errno', None), stderr=str(exc))
+
+    def _with_image(self, spec, what, func, read_only=True):
+        image = self._image(spec, read_only)
+        try:
+            return func(image)
+        except self.rbd.Error as exc:
+            raise CephCommandError('%s on image %s failed: %s' % (what, spec, exc), cmd='%s(%s)' % (what, spec),
+                                   rc=getattr(exc, 'errno', None), stderr=str(exc))
+        finally:
+            image.close()
+
+    def inspect_image(self, spec, metadata=True):
+        def read(image):
+            out = {'watchers': [dict(address=w['addr'], client_id=int(w['id']), cookie=int(w['cookie']))
+                                for w in image.watchers_list()]}
+            if metadata:
+                out['metadata'] = dict(image.metadata_list())
+            return out
+        return self._with_image(spec, 'watchers_list', read)
+
+    def image_locks(self, spec):
+        return self._with_image(spec, 'list_lockers', lambda image: normalize_lockers_bindings(image.list_lockers()))
+
+    def lock_owners(self, spec):
+        """lock_get_owners() needs a read-write open (read-only opens disable the exclusive-lock
+        feature: EINVAL); that open registers a short-lived watcher of this client."""
+        def owners(image):
+            return [dict(address=o['owner'], mode='exclusive' if o['mode'] == 0 else 'shared')
+                    for o in image.lock_get_owners()]
+        return self._with_image(spec, 'lock_get_owners', owners, read_only=False)
+
+    def break_lock(self, spec, locker, lock_id):
+        self._with_image(spec, 'break_lock', lambda image: image.break_lock(locker, lock_id))
+
+    def add_lock(self, spec, lock_id, tag=None):
+        def take(image):
+            if tag is None:
+                image.lock_exclusive(lock_id)
+            else:
+                image.lock_shared(lock_id, tag)
+        self._with_image(spec, 'lock_shared' if tag is not None else 'lock_exclusive', take)
+
+
+def normalize_lockers_bindings(value):
+    """rbd.Image.list_lockers() returns [] without locks, else {'tag', 'exclusive', 'lockers':
+    [(client, cookie, address)]}; the lock id is the cookie."""
+    if not value:
+        return dict(exclusive=None, tag=None, lockers=[])
+    return dict(exclusive=bool(value.get('exclusive')), tag=value.get('tag') or '',
+                lockers=[dict(locker=item[0], id=item[1], address=item[2]) for item in value.get('lockers', [])])
+
+
+def _connect_hint(code, settings):
+    if code in (errno.ETIMEDOUT, -errno.ETIMEDOUT):
+        return ' (are the monitors%s reachable from here?)' % (
+            ' at %s' % settings.mon_host if settings.mon_host else '')
+    if code in (errno.ENOENT, -errno.ENOENT):
+        return ' (no usable keyring or configuration for %s: check conf/keyring)' % settings.entity
+    if code in (errno.EACCES, -errno.EACCES, errno.EPERM, -errno.EPERM):
+        return ' (cephx refused %s: wrong key or missing caps)' % settings.entity
+    return ''
+
+
+# --------------------------------------------------------------------------- CLI backend
+
+class CliBackend(_Base):
+    """The ceph/rbd tools with --format json, each call a process, behind an optional prefix."""
+
+    name = 'cli'
+
+    def __init__(self, settings, tmpdir=None, runner=None):
+        super(CliBackend, self).__init__(settings, tmpdir)
+        self.runner = runner or _run
+
+    def connect(self):
+        """Nothing to keep open: check that the tools are there (the first command connects)."""
+        if not self.settings.command_prefix:
+            for tool in ('ceph', 'rbd'):
+                if not _which(tool):
+                    raise CephError('backend=cli needs the %s command on the target (not found in PATH); '
+                                    'install ceph-common, set command_prefix, or use backend=rados' % tool)
+
+    def client_address(self):
+        return None
+
+    def base(self, tool):
+        s = self.settings
+        argv = list(s.command_prefix) + [tool, '--cluster', s.cluster, '--id', s.user]
+        if s.conf:
+            argv += ['--conf', s.conf]
+        if self.keyring:
+            argv += ['--keyring', self.keyring]
+        if s.mon_host:
+            argv += ['--mon_host', s.mon_host]
+        if tool == 'ceph':
+            argv += ['--connect-timeout', str(s.timeout)]
+        argv += ['--client_mount_timeout', str(s.timeout), '--rados_mon_op_timeout', str(s.timeout),
+                 '--rados_osd_op_timeout', str(s.timeout)]
+        return argv
+
+    def run(self, tool, args, what=None):
+        argv = self.base(tool) + list(args)
+        rc, out, err = self.runner(argv, self.timeout + 15)
+        if rc != 0:
+            summary = stderr_summary(err) or stderr_summary(out) or 'no output'
+            error_class = CephCommandError
+            if rc == -1:
+                summary = 'no answer within %ss (timeout)' % self.timeout
+                error_class = CephConnectionError
+            elif rc in (errno.ETIMEDOUT, 1) and ('timed out' in err or "couldn't connect" in err):
+                error_class = CephConnectionError
+                summary += ' (are the monitors%s reachable?)' % (
+                    ' at %s' % self.settings.mon_host if self.settings.mon_host else '')
+            elif rc == errno.ENOENT and ('error opening' in err):
+                error_class = CephNotFoundError
+            raise error_class('%s failed (rc=%d%s): %s' % (
+                what or ' '.join(shlex.quote(a) for a in argv), rc,
+                (' ' + errno_name(rc)) if rc > 1 and errno_name(rc) else '', summary),
+                cmd=argv, rc=rc, stdout=out, stderr=err)
+        return out, err
+
+    def mon(self, command):
+        out, err = self.run('ceph', command.argv + ['--format', 'json'], command.describe())
+        return out, _last_line(err)
+
+    def inspect_image(self, spec, metadata=True):
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
+        out, _err = self.run('rbd', ['status', str(spec), '--format', 'json'], 'rbd status %s' % spec)
+        status = json_document(out, 'rbd status %s' % spec, empty={})
+        result = {'watchers': [dict(address=w['address'], client_id=int(w['client']), cookie=int(w['cookie']))
+                               for w in status.get('watchers', [])]}
+        if metadata:
+            out, _err = self.run('rbd', ['image-meta', 'list', str(spec), '--format', 'json'],
+                                 'rbd image-meta list %s' % spec)
+            result['metadata'] = json_document(out, 'rbd image-meta list %s' % spec, empty={})
+        return result
+
+    def image_locks(self, spec):
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
+        out, _err = self.run('rbd', ['lock', 'ls', str(spec), '--format', 'json'], 'rbd lock ls %s' % spec)
+        listed = json_document(out, 'rbd lock ls %s' % spec, empty=[])
+        if not listed:
+            return dict(exclusive=None, tag=None, lockers=[])
+        # The JSON form has no lock type or tag: the plain form does.
+        text, _err = self.run('rbd', ['lock', 'ls', str(spec)], 'rbd lock ls %s' % spec)
+        exclusive, tag = parse_lock_header(text)
+        return dict(exclusive=exclusive, tag=tag,
+                    lockers=[dict(locker=i['locker'], id=i['id'], address=i['address']) for i in listed])
+
+    def lock_owners(self, spec):
+        return None
+
+    def break_lock(self, spec, locker, lock_id):
+        self.run('rbd', ['lock', 'rm', str(spec), lock_id, locker], 'rbd lock rm %s %s %s' % (spec, lock_id, locker))
+
+    def add_lock(self, spec, lock_id, tag=None):
+        self.run('rbd', ['lock', 'add', str(spec), lock_id] + (['--shared', tag] if tag is not None else []),
+                 'rbd lock add %s %s' % (spec, lock_id))
+
+
+_LOCK_HEADER = re.compile(r'^There (?:is|are) (\d+) (exclusive|shared) locks? on this image\.', re.M)
+_LOCK_TAG = re.compile(r'^Lock tag: (.*)$', re.M)
+
+
+def parse_lock_header(text):
+    """(exclusive, tag) from plain `rbd lock ls` output; (None, None) without locks."""
+    header = _LOCK_HEADER.search(text or '')
+    if not header:
+        return None, None
+    tag = _LOCK_TAG.search(text)
+    return header.group(2) == 'exclusive', (tag.group(1).strip() if tag else '')
+
+
+def _last_line(text):
+    summary = stderr_summary(text, limit=1)
+    return summary
+
+
+def _which(tool):
+    for folder in os.environ.get('PATH', '').split(os.pathsep) + ['/usr/bin', '/usr/sbin', '/bin']:
+        path = os.path.join(folder, tool)
+        if folder and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _run(argv, timeout):
+    """(rc, stdout, stderr); rc -1 when the process had to be killed at `timeout`."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True)
+    except OSError as exc:
+        return 127, '', 'could not run %s: %s' % (argv[0], exc)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return -1, out, err
+    return proc.returncode, out, err

@@ -1,0 +1,357 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: shared Ceph options, errors, JSON and address parsing.
+
+Pure Python (standard library only, Python 2.7-free but 3.6+ compatible), no Ansible imports:
+everything here is unit-tested on outputs captured from a real cluster
+(tests/unit/plugins/module_utils/fixtures/ceph/).
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import datetime
+import errno as errno_mod
+import ipaddress
+import json
+import re
+
+# --------------------------------------------------------------------------- shared options
+
+CEPH_ARGUMENT_SPEC = dict(
+    cluster=dict(type='str', default='ceph'),
+    conf=dict(type='path'),
+    keyring=dict(type='path', no_log=False),
+    key=dict(type='str', no_log=True),
+    user=dict(type='str', default='admin', aliases=['id']),
+    mon_host=dict(type='str'),
+    timeout=dict(type='int', default=30),
+    backend=dict(type='str', default='auto', choices=['auto', 'rados', 'cli']),
+    command_prefix=dict(type='list', elements='str'),
+)
+
+CEPH_MUTUALLY_EXCLUSIVE = [('keyring', 'key')]
+
+
+def ceph_argument_spec(**extra):
+    """A fresh copy of the shared Ceph options, updated with a module's own options."""
+    spec = dict((name, dict(option)) for name, option in CEPH_ARGUMENT_SPEC.items())
+    spec.update(extra)
+    return spec
+
+
+# --------------------------------------------------------------------------- errors
+
+class CephError(Exception):
+    """A Ceph operation failed. Carries the command and its full output for the user."""
+
+    def __init__(self, msg, cmd=None, rc=None, stdout=None, stderr=None):
+        super(CephError, self).__init__(msg)
+        self.msg = msg
+        self.cmd = cmd
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def fail_kwargs(self):
+        """Keyword arguments for AnsibleModule.fail_json()."""
+        out = dict(msg=self.msg)
+        for name in ('cmd', 'rc', 'stdout', 'stderr'):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+class CephCommandError(CephError):
+    """A mon command or CLI call returned an error code."""
+
+
+class CephConnectionError(CephError):
+    """Could not connect to the cluster (monitors unreachable, auth failed, timeout)."""
+
+
+class CephNotFoundError(CephError):
+    """A pool, namespace or image does not exist."""
+
+
+class CephParseError(CephError):
+    """Ceph printed something this collection cannot parse."""
+
+
+class CephRefused(CephError):
+    """A safety rule refused the request; nothing was changed."""
+
+
+def errno_name(rc):
+    """'EINVAL' for 22 or -22; '' when unknown."""
+    if rc is None:
+        return ''
+    return errno_mod.errorcode.get(abs(int(rc)), '')
+
+
+_LOG_LINE = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+[+-]\d{4} [0-9a-f]+ +-?\d+ ')
+
+
+def stderr_summary(stderr, limit=3):
+    """The meaningful lines of a Ceph tool's stderr, without librados' timestamped log noise."""
+    if not stderr:
+        return ''
+    lines = [line.strip() for line in stderr.splitlines()]
+    kept = [line for line in lines if line and not _LOG_LINE.match(line)]
+    if not kept:
+        kept = [line for line in lines if line]
+    return ' | '.join(kept[-limit:]) if len(kept) <= limit else ' | '.join([kept[0]] + kept[-(limit - 1):])
+
+
+_UNKNOWN_COMMAND_MARKERS = ('command not known', 'no valid command found', 'unrecognized command',
+                            'invalid command', 'not in add|rm')
+
+
+def is_unknown_command(err):
+    """Whether a CephCommandError says the cluster does not know the command (EINVAL + marker)."""
+    if not isinstance(err, CephCommandError) or err.rc is None or abs(int(err.rc)) != errno_mod.EINVAL:
+        return False
+    text = ('%s %s' % (err.stderr or '', err.stdout or '')).lower()
+    return any(marker in text for marker in _UNKNOWN_COMMAND_MARKERS)
+
+
+# --------------------------------------------------------------------------- JSON
+
+def json_documents(text, what='Ceph output'):
+    """Every JSON document in `text`, in order.
+
+    `ceph osd blocklist ls --format json` prints two arrays back to back (addresses, then
+    ranges): json.loads() fails on that with "Extra data". Integers stay integers (watcher
+    cookies are 64-bit): nothing here goes through float.
+    """
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    decoder = json.JSONDecoder()
+    docs = []
+    index = 0
+    length = len(text)
+    while True:
+        while index < length and text[index] in ' \t\r\n':
+            index += 1
+        if index >= length:
+            return docs
+        try:
+            doc, index = decoder.raw_decode(text, index)
+        except ValueError as exc:
+            raise CephParseError('could not parse %s as JSON at character %d: %s' % (what, index, exc),
+                                 stdout=text)
+        docs.append(doc)
+
+
+def json_document(text, what='Ceph output', empty=None):
+    """The single JSON document in `text` (`empty` when there is none)."""
+    docs = json_documents(text, what)
+    if not docs:
+        return empty
+    if len(docs) > 1:
+        raise CephParseError('expected one JSON document in %s, found %d' % (what, len(docs)), stdout=text)
+    return docs[0]
+
+
+# --------------------------------------------------------------------------- time
+
+def parse_ceph_time(text):
+    """'2026-11-21T06:15:44.263371+0000' (as Ceph prints it) to an aware UTC datetime; None if empty."""
+    if not text:
+        return None
+    text = text.strip()
+    match = re.match(r'^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?$', text)
+    if not match:
+        raise CephParseError('unexpected time format from Ceph: %r' % text)
+    date, clock, fraction, zone = match.groups()
+    micro = int((fraction or '.0')[1:].ljust(6, '0')[:6])
+    value = datetime.datetime.strptime(date + ' ' + clock, '%Y-%m-%d %H:%M:%S').replace(microsecond=micro)
+    offset = datetime.timedelta(0)
+    if zone and zone != 'Z':
+        sign = -1 if zone[0] == '-' else 1
+        digits = zone[1:].replace(':', '')
+        offset = sign * datetime.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    return (value - offset).replace(tzinfo=_UTC)
+
+
+class _Utc(datetime.tzinfo):
+    def utcoffset(self, dt):
+        return datetime.timedelta(0)
+
+    def dst(self, dt):
+        return datetime.timedelta(0)
+
+    def tzname(self, dt):
+        return 'UTC'
+
+
+_UTC = _Utc()
+
+
+def utc_now():
+    return datetime.datetime.now(_UTC)
+
+
+def iso_utc(value):
+    """ISO 8601 in UTC with a Z suffix, e.g. 2026-11-21T06:15:44.263371Z."""
+    if value is None:
+        return None
+    return value.astimezone(_UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+# --------------------------------------------------------------------------- addresses
+
+MAX_NONCE = 2 ** 32 - 1
+
+_V4_FULL = re.compile(r'^(?P<ip>\d{1,3}(?:\.\d{1,3}){3}):(?P<port>\d+)(?:/(?P<nonce>\d+))?$')
+_V6_FULL = re.compile(r'^\[(?P<ip>[0-9A-Fa-f:.]+)\](?::(?P<port>\d+))?(?:/(?P<nonce>\d+))?$')
+_TYPE_PREFIX = re.compile(r'^(?:v1|v2|any|legacy):', re.IGNORECASE)
+
+
+class CephAddr(object):
+    """A Ceph entity address: ip, port, nonce. `str()` is Ceph's own form, e.g.
+    10.1.2.3:0/0 or [fd00::5]:0/123."""
+
+    __slots__ = ('ip', 'port', 'nonce')
+
+    def __init__(self, ip, port=0, nonce=0):
+        self.ip = ipaddress.ip_address(u'%s' % ip) if not isinstance(
+            ip, (ipaddress.IPv4Address, ipaddress.IPv6Address)) else ip
+        self.port = int(port)
+        self.nonce = int(nonce)
+
+    @property
+    def ip_wide(self):
+        """True for ip:0/0, the form that blocks every client from that IP."""
+        return self.port == 0 and self.nonce == 0
+
+    @property
+    def host(self):
+        return ('[%s]' % self.ip) if self.ip.version == 6 else str(self.ip)
+
+    def __str__(self):
+        return '%s:%d/%d' % (self.host, self.port, self.nonce)
+
+    def __repr__(self):
+        return 'CephAddr(%r)' % str(self)
+
+    def _key(self):
+        return (self.ip.version, int(self.ip), self.port, self.nonce)
+
+    def __eq__(self, other):
+        return isinstance(other, CephAddr) and self._key() == other._key()
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __lt__(self, other):
+        return self._key() < other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+def parse_addr(text, what='address'):
+    """Parse what a user or Ceph writes for a client: an IPv4 or IPv6 address, or Ceph's
+    ip:port/nonce ([ipv6]:port/nonce), optionally prefixed v1:/v2:/any:. Raises ValueError."""
+    if not isinstance(text, str):
+        raise ValueError('%s must be a string, got %r' % (what, text))
+    raw = text.strip()
+    value = _TYPE_PREFIX.sub('', raw)
+    if not value:
+        raise ValueError('%s is empty' % what)
+    match = _V4_FULL.match(value) or _V6_FULL.match(value)
+    if match:
+        ip_text, port, nonce = match.group('ip'), match.group('port') or '0', match.group('nonce') or '0'
+    elif '/' in value:
+        raise ValueError("%s %r is ambiguous: for a subnet use the cidrs option, for one client "
+                         "write ip:port/nonce (e.g. 10.0.0.5:0/123456)" % (what, raw))
+    else:
+        ip_text, port, nonce = value, '0', '0'
+    try:
+        ip = ipaddress.ip_address(u'%s' % ip_text)
+    except ValueError:
+        raise ValueError('%s %r is not a valid IPv4/IPv6 address or ip:port/nonce' % (what, raw))
+    if int(port) > 65535:
+        raise ValueError('%s %r: port %s is out of range (0-65535)' % (what, raw, port))
+    if int(nonce) > MAX_NONCE:
+        raise ValueError('%s %r: nonce %s is out of range (0-%d)' % (what, raw, nonce, MAX_NONCE))
+    return CephAddr(ip, int(port), int(nonce))
+
+
+def parse_cidr(text, what='CIDR'):
+    """A network such as 10.1.2.0/24 or fd00::/120. Host bits must be zero: 10.1.2.5/24 is refused
+    because it is ambiguous at 3 a.m. (the subnet, or the node 10.1.2.5?). Raises ValueError."""
+    if not isinstance(text, str):
+        raise ValueError('%s must be a string, got %r' % (what, text))
+    raw = text.strip()
+    if '/' not in raw:
+        raise ValueError('%s %r has no prefix length (write e.g. %s/32, or list single addresses '
+                         'under addresses)' % (what, raw, raw))
+    try:
+        return ipaddress.ip_network(u'%s' % raw, strict=True)
+    except ValueError as exc:
+        try:
+            loose = ipaddress.ip_network(u'%s' % raw, strict=False)
+        except ValueError:
+            raise ValueError('%s %r is not a valid IPv4/IPv6 network: %s' % (what, raw, exc))
+        raise ValueError('%s %r has host bits set: write %s for the whole subnet, or put the single '
+                         'address under addresses' % (what, raw, loose))
+
+
+class AddressMatcher(object):
+    """Matches client addresses against user patterns: an IP (any client from it), a CIDR (any
+    client inside), or an exact ip:port/nonce. Bad patterns raise ValueError at construction."""
+
+    def __init__(self, patterns, what='address'):
+        self.patterns = list(patterns or [])
+        self._compiled = []
+        for pattern in self.patterns:
+            text = str(pattern).strip()
+            if _looks_like_cidr(text):
+                self._compiled.append((pattern, 'network', ipaddress.ip_network(u'%s' % text, strict=False)))
+                continue
+            addr = parse_addr(text, what)
+            if addr.ip_wide and not _has_explicit_nonce(text):
+                self._compiled.append((pattern, 'ip', addr.ip))
+            else:
+                self._compiled.append((pattern, 'exact', addr))
+
+    def __bool__(self):
+        return bool(self.patterns)
+
+    __nonzero__ = __bool__
+
+    def match(self, addr):
+        """The pattern (as the user wrote it) that matches `addr` (a CephAddr), else None."""
+        if addr is None:
+            return None
+        for pattern, kind, value in self._compiled:
+            if kind == 'network':
+                if addr.ip.version == value.version and addr.ip in value:
+                    return pattern
+            elif kind == 'ip':
+                if addr.ip == value:
+                    return pattern
+            elif addr == value:
+                return pattern
+        return None
+
+
+def _has_explicit_nonce(text):
+    return bool(_V4_FULL.match(_TYPE_PREFIX.sub('', text.strip())) or
+                re.match(r'^\[.*\]:\d+', _TYPE_PREFIX.sub('', text.strip())))
+
+
+def _looks_like_cidr(text):
+    """10.0.0.0/24 or fd00::/64 (not 10.0.0.1:0/123, not [fd00::1]:0/5)."""
+    if '/' not in text or text.startswith('[') or _V4_FULL.match(text):
+        return False
+    try:
+        ipaddress.ip_network(u'%s' % text, strict=False)
+        return True
+    except ValueError:
+        return False

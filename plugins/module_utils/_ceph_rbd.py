@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: RBD watchers, ceph-csi metadata and locks as data. Pure functions."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import fnmatch
+import ipaddress
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    AddressMatcher,
+    parse_addr,
+)
+
+# ceph-csi records the address its node plugin connects from in the image metadata when
+# fencing is enabled (ceph/ceph-csi PR #5429 "Handle non graceful node shutdown", 2025-07,
+# refined by PR #5828): key `.rbd.csi.ceph.com/clientaddress/<volume id>/<node id>`, value the
+# client IP (e.g. `100.64.0.5`, as shown in PR #5828's `rbd image-meta ls` output). CephFS uses
+# `.cephfs.csi.ceph.com/clientaddress/<volume id>/<node id>` (internal/cephfs/core/metadata.go,
+# GetClientAddressKey). The design document (docs/design/proposals/non-graceful-node-shutdown.md,
+# PR #5409) wrote `.rbd.csi.ceph.com/clientAddress/<NodeId>`: both spellings are read, the key
+# compared case-insensitively, the node being the key's last segment. The leading dot keeps
+# ceph-csi from copying the key to clones and snapshots.
+CSI_CLIENT_ADDRESS_PREFIXES = ('.rbd.csi.ceph.com/clientaddress/',)
+
+
+def _ip_of(text):
+    try:
+        return parse_addr(text)
+    except ValueError:
+        return None
+
+
+class NodeMap(object):
+    """Names the node of an address from {node: [IP or CIDR, ...]}. Raises ValueError on bad input."""
+
+    def __init__(self, node_addresses):
+        self.entries = []
+        for node, values in sorted((node_addresses or {}).items()):
+            if isinstance(values, str):
+                values = [values]
+            if not isinstance(values, (list, tuple)):
+                raise ValueError('node_addresses[%r] must be a list of IPs or CIDRs, got %r' % (node, values))
+            for value in values:
+                text = str(value).strip()
+                try:
+                    if '/' in text and not text.startswith('['):
+                        network = ipaddress.ip_network(u'%s' % text, strict=False)
+                    else:
+                        network = ipaddress.ip_network(u'%s' % parse_addr(text, 'node address').ip)
+                except ValueError as exc:
+                    raise ValueError('node_addresses[%r]: %r is not an IP or CIDR (%s)' % (node, text, exc))
+                self.entries.append((str(node), network))
+
+    def node_of(self, addr):
+        """The node whose addresses contain addr.ip (most specific network wins), or None."""
+        best = None
+        for node, network in self.entries:
+            if addr is not None and addr.ip.version == network.version and addr.ip in network:
+                if best is None or network.prefixlen > best[1].prefixlen:
+                    best = (node, network)
+        return best[0] if best else None
+
+
+def describe_watcher(raw, node_map=None):
+    """A watcher as rbd_watchers returns it, from a backend's {address, client_id, cookie}."""
+    addr = _ip_of(raw['address'])
+    return dict(
+        address=raw['address'],
+        ip=str(addr.ip) if addr else None,
+        nonce=addr.nonce if addr else None,
+        client_id=int(raw['client_id']),
+        client='client.%d' % int(raw['client_id']),
+        cookie=int(raw['cookie']),  # 64-bit: stays an int end to end
+        node=node_map.node_of(addr) if (node_map and addr) else None,
+    )
+
+
+def csi_client_addresses(metadata, node_map=None):
+    """The client addresses ceph-csi recorded in the image metadata (see the comment above)."""
+    found = []
+    for key, value in sorted((metadata or {}).items()):
+        lowered = key.lower()
+        prefix = next((p for p in CSI_CLIENT_ADDRESS_PREFIXES if lowered.startswith(p)), None)
+        if prefix is None:
+            continue
+        rest = key[len(prefix):].strip('/')
+        parts = rest.split('/') if rest else []
+        addr = _ip_of(str(value))
+        found.append(dict(
+            key=key,
+            value=value,
+            node=parts[-1] if parts else None,
+            volume_id='/'.join(parts[:-1]) or None,
+            ip=str(addr.ip) if addr else None,
+            address=str(addr) if addr and not addr.ip_wide else None,
+            node_from_addresses=node_map.node_of(addr) if (node_map and addr) else None,
+        ))
+    return found
+
+
+def image_report(spec, raw, node_map=None, exclude=None):
+    """Everything rbd_watchers returns for one image."""
+    watchers, excluded = [], []
+    for item in raw.get('watchers', []):
+        watcher = describe_watcher(item, node_map)
+        pattern = exclude.match(_ip_of(item['address'])) if exclude else None
+        if pattern is not None:
+            watcher['excluded_by'] = pattern
+            excluded.append(watcher)
+        else:
+            watchers.append(watcher)
+    watchers.sort(key=lambda w: (w['address'], w['cookie']))
+    report = dict(
+        spec=str(spec),
+        pool=spec.pool,
+        namespace=spec.namespace,
+        image=spec.image,
+        watchers=watchers,
+        excluded_watchers=excluded,
+        in_use=bool(watchers),
+        nodes=sorted(set(w['node'] for w in watchers if w['node'])),
+        csi_client_addresses=csi_client_addresses(raw.get('metadata'), node_map)
+        if 'metadata' in raw else [],
+    )
+    return report
+
+
+# --------------------------------------------------------------------------- locks
+
+MANAGED_LOCK_TAG = 'internal'
+MANAGED_LOCK_PREFIX = 'auto '
+
+
+def describe_locks(locks, node_map=None):
+    """Each lock holder as rbd_lock returns it, from a backend's {exclusive, tag, lockers}."""
+    out = []
+    for item in locks.get('lockers', []):
+        addr = _ip_of(item['address'])
+        managed = locks.get('tag') == MANAGED_LOCK_TAG and item['id'].startswith(MANAGED_LOCK_PREFIX)
+        out.append(dict(
+            id=item['id'],
+            locker=item['locker'],
+            address=item['address'],
+            ip=str(addr.ip) if addr else None,
+            nonce=addr.nonce if addr else None,
+            exclusive=locks.get('exclusive'),
+            tag=locks.get('tag'),
+            managed=managed,
+            node=node_map.node_of(addr) if (node_map and addr) else None,
+        ))
+    return out
+
+
+def exclusive_lock_owners(described):
+    """Owners of the exclusive-lock feature's managed lock ('auto <cookie>', tag 'internal'), read
+    from the lockers. librbd's lock_get_owners() reports the same lock, but it refuses read-only
+    opens (EINVAL: exclusive-lock feature is not enabled) and a read-write open would add a
+    watcher of our own to the image."""
+    return [dict(address=lock['address'], ip=lock['ip'], locker=lock['locker'], id=lock['id'],
+                 mode='exclusive' if lock['exclusive'] else 'shared', node=lock['node'])
+            for lock in described if lock['managed']]
+
+
+class LockFilter(object):
+    """Which locks `state: absent` breaks: every given filter must match (AND)."""
+
+    def __init__(self, lock_id=None, locker=None, address=None, include_managed=False):
+        self.lock_id = lock_id
+        self.locker = locker
+        self.address = AddressMatcher([address] if isinstance(address, str) else (address or []), 'address')
+        self.include_managed = include_managed
+
+    @property
+    def empty(self):
+        return not (self.lock_id or self.locker or self.address)
+
+    def match(self, lock):
+        if lock['managed'] and not self.include_managed:
+            return False
+        if self.lock_id and not fnmatch.fnmatchcase(lock['id'], self.lock_id):
+            return False
+        if self.locker:
+            locker = self.locker if self.locker.startswith('client.') or any(
+                c in self.locker for c in '*?[') else 'client.' + self.locker
+            if not fnmatch.fnmatchcase(lock['locker'], locker):
+                return False
+        if self.address and self.address.match(_ip_of(lock['address'])) is None:
+            return False
+        return True
+
+
+def select_locks(described, lock_filter, protect=None):
+    """(to_break, protected): matching locks, minus those held from a protected address."""
+    to_break, protected = [], []
+    for lock in described:
+        if not lock_filter.match(lock):
+            continue
+        pattern = protect.match(_ip_of(lock['address'])) if protect else None
+        if pattern is not None:
+            entry = dict(lock)
+            entry['protected_by'] = pattern
+            protected.append(entry)
+        else:
+            to_break.append(lock)
+    return to_break, protected
