@@ -27,7 +27,7 @@ options:
   keyring:
     description:
       - Path of the keyring holding the key of O(user).
-      - Checked before anything is done (unless O(command_prefix) is set): a missing file fails
+      - Checked before anything is done (unless O(command_prefix) is set), a missing file fails
         with a clear error.
     type: path
   key:
@@ -59,7 +59,7 @@ options:
     description:
       - How to talk to Ceph.
       - V(rados) uses the C(rados)/C(rbd) Python bindings (Debian/Ubuntu C(python3-rados) and
-        C(python3-rbd)) of the target's Python: one connection for everything, the fastest.
+        C(python3-rbd)) of the target's Python, with one connection for everything (the fastest).
       - V(cli) runs the C(ceph)/C(rbd) tools with C(--format json), optionally behind
         O(command_prefix).
       - V(auto) picks V(rados) when the bindings can be imported and O(command_prefix) is not set,

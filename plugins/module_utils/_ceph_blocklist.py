@@ -163,6 +163,28 @@ def entry_info(entry, now):
     return info
 
 
+def entry_matches(entry, matcher):
+    """Whether a blocklist entry concerns any pattern of an AddressMatcher: an address entry whose
+    address matches (an exact pattern also matches the IP-wide entry of its IP), or a range entry
+    that contains a given IP or overlaps a given network."""
+    for _pattern, kind, value in matcher.compiled:
+        if entry.is_range:
+            if kind == 'network':
+                hit = value.version == entry.network.version and entry.network.overlaps(value)
+            else:
+                ip = value if kind == 'ip' else value.ip
+                hit = ip.version == entry.network.version and ip in entry.network
+        elif kind == 'network':
+            hit = entry.addr.ip.version == value.version and entry.addr.ip in value
+        elif kind == 'ip':
+            hit = entry.addr.ip == value
+        else:
+            hit = entry.addr == value or (entry.addr.ip_wide and entry.addr.ip == value.ip)
+        if hit:
+            return True
+    return False
+
+
 def sorted_entries(entries):
     return sorted(entries, key=lambda e: (e.is_range, e.entry))
 
@@ -290,14 +312,17 @@ def check_safety(request, daemons, max_addresses=DEFAULT_MAX_ADDRESSES):
         raise CephRefused('refused, nothing was changed: ' + '; '.join(reasons))
 
 
-def _labels(hits, limit=6):
-    labels = []
+def _labels(hits, limit=8):
+    """'mon.a, mgr.x, osd.0 at 10.0.0.1' from the daemons hit."""
+    names, ips = [], []
     for hit in hits:
-        label = hit.label()
-        if label not in labels:
-            labels.append(label)
-    more = len(labels) - limit
-    return ', '.join(labels[:limit]) + (' and %d more' % more if more > 0 else '')
+        name = '%s.%s' % (hit.role, hit.name)
+        if name not in names:
+            names.append(name)
+        if str(hit.addr.ip) not in ips:
+            ips.append(str(hit.addr.ip))
+    more = len(names) - limit
+    return '%s%s at %s' % (', '.join(names[:limit]), (' and %d more' % more) if more > 0 else '', ', '.join(ips))
 
 
 # --------------------------------------------------------------------------- planning
@@ -357,32 +382,36 @@ def plan_present(request, entries, use_ranges):
 
 def plan_absent(request, entries):
     """Actions that remove every entry matching the request, and warnings about what still covers
-    a requested address (a range that is wider than what was asked)."""
+    a requested address or network afterwards (a wider range that was not asked for)."""
     actions = []
-    warnings = []
-    for addr in request.addresses:
-        for entry in entries:
-            if entry.is_range:
-                continue
-            if (addr.ip_wide and entry.addr.ip == addr.ip) or entry.addr == addr:
-                actions.append(Action('rm', False, entry.rm_argument, entry.entry, str(addr)))
-        for entry in entries:
-            if entry.is_range and entry.covers_ip(addr.ip):
-                warnings.append('%s stays blocklisted by the range %s (remove that CIDR to lift it)'
-                                % (addr, entry.network))
     for network in request.cidrs:
         for entry in entries:
             if entry.is_range:
                 if entry.network.version == network.version and entry.network.subnet_of(network):
                     actions.append(Action('rm', True, entry.rm_argument, entry.entry, str(network)))
-                elif entry.network.version == network.version and entry.network.supernet_of(network):
-                    warnings.append('%s stays blocklisted by the wider range %s' % (network, entry.network))
             elif entry.addr.ip.version == network.version and entry.addr.ip in network:
                 actions.append(Action('rm', False, entry.rm_argument, entry.entry, str(network)))
+    for addr in request.addresses:
+        for entry in entries:
+            if not entry.is_range and ((addr.ip_wide and entry.addr.ip == addr.ip) or entry.addr == addr):
+                actions.append(Action('rm', False, entry.rm_argument, entry.entry, str(addr)))
     unique = []
     for action in actions:
         if action not in unique:
             unique.append(action)
+    removed = set(action.display for action in unique)
+    warnings = []
+    for entry in entries:
+        if not entry.is_range or entry.entry in removed:
+            continue
+        for addr in request.addresses:
+            if entry.covers_ip(addr.ip):
+                warnings.append('%s stays blocklisted by the range %s (remove that CIDR to lift it)'
+                                % (addr, entry.network))
+        for network in request.cidrs:
+            if entry.network.version == network.version and entry.network.supernet_of(network) \
+                    and entry.network != network:
+                warnings.append('%s stays blocklisted by the wider range %s' % (network, entry.network))
     return unique, warnings
 
 

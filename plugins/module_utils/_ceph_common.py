@@ -308,17 +308,17 @@ class AddressMatcher(object):
 
     def __init__(self, patterns, what='address'):
         self.patterns = list(patterns or [])
-        self._compiled = []
+        self.compiled = []
         for pattern in self.patterns:
             text = str(pattern).strip()
             if _looks_like_cidr(text):
-                self._compiled.append((pattern, 'network', ipaddress.ip_network(u'%s' % text, strict=False)))
+                self.compiled.append((pattern, 'network', ipaddress.ip_network(u'%s' % text, strict=False)))
                 continue
             addr = parse_addr(text, what)
             if addr.ip_wide and not _has_explicit_nonce(text):
-                self._compiled.append((pattern, 'ip', addr.ip))
+                self.compiled.append((pattern, 'ip', addr.ip))
             else:
-                self._compiled.append((pattern, 'exact', addr))
+                self.compiled.append((pattern, 'exact', addr))
 
     def __bool__(self):
         return bool(self.patterns)
@@ -329,7 +329,7 @@ class AddressMatcher(object):
         """The pattern (as the user wrote it) that matches `addr` (a CephAddr), else None."""
         if addr is None:
             return None
-        for pattern, kind, value in self._compiled:
+        for pattern, kind, value in self.compiled:
             if kind == 'network':
                 if addr.ip.version == value.version and addr.ip in value:
                     return pattern

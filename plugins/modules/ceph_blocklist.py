@@ -1,0 +1,277 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: ceph_blocklist
+short_description: Fence Ceph clients with the OSD blocklist, safely
+version_added: 0.1.0
+description:
+  - Adds addresses and networks to the Ceph OSD blocklist (O(state=present)) or removes them
+    (O(state=absent)), so that a failed node's clients can no longer write to RBD images and
+    hold their watchers; Kubernetes pods waiting in C(ContainerCreating) for a ReadWriteOnce
+    volume can then attach it elsewhere.
+  - Idempotent against the current blocklist. Entries already present are left as they are
+    (their expiry is not changed).
+  - CIDRs use C(osd blocklist range add) where the cluster has it (it lists range entries),
+    else one entry per address, sent in parallel over one connection (bindings) or as bounded
+    parallel processes (CLI).
+  - Refuses, before changing anything, the addresses of the cluster's own monitors, managers,
+    OSDs and MDSs (read from the mon, mgr, osd and fs maps), C(0.0.0.0/0), C(::/0) and any CIDR
+    with more than O(max_addresses) addresses.
+  - Uses C(osd blacklist) on clusters older than Pacific, which do not know C(osd blocklist).
+author:
+  - volfence.csi maintainers
+extends_documentation_fragment:
+  - volfence.csi.ceph
+  - volfence.csi.attributes
+  - volfence.csi.attributes.ACTIONGROUP_CEPH
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details:
+      - The diff shows the blocklist entries before and after.
+options:
+  state:
+    description:
+      - V(present) blocklists every address and CIDR given.
+      - V(absent) removes the entries that match. An address without a nonce (C(10.0.0.5))
+        matches its plain entry and every C(ip:port/nonce) entry of that IP; an address with a
+        nonce matches only that entry. A CIDR matches the range entries inside it (however Ceph
+        stored their base address) and every address entry whose IP is inside it.
+    type: str
+    choices: [present, absent]
+    default: present
+  addresses:
+    description:
+      - Client addresses, IPv4 or IPv6, optionally in Ceph's C(ip:port/nonce) form
+        (C([ipv6]:port/nonce)) to fence a single client instance, for example a watcher's address
+        from M(volfence.csi.rbd_watchers).
+      - A plain IP blocks every client from that IP.
+    type: list
+    elements: str
+    default: []
+  cidrs:
+    description:
+      - Networks such as C(10.0.3.0/24) or C(fd00::/120). Host bits must be zero (C(10.0.3.5/24) is
+        refused as ambiguous).
+    type: list
+    elements: str
+    default: []
+  expire:
+    description:
+      - Seconds until new entries expire. Without it Ceph's default applies
+        (C(mon_osd_blocklist_default_expire), one hour).
+      - A fenced node must not come back before it has been rebooted; for a node fence, a long
+        expiry (days) is safer than the default.
+    type: float
+  max_addresses:
+    description:
+      - Refuse CIDRs with more addresses than this (a C(/24) has 256). Raise it explicitly to
+        fence a larger network. C(0.0.0.0/0) and C(::/0) are refused whatever it says.
+    type: int
+    default: 256
+  cidr_mode:
+    description:
+      - How CIDRs are blocklisted with O(state=present).
+      - V(auto) uses range entries where the cluster supports them, else one entry per address.
+      - V(range) requires range entries (fails on clusters without them).
+      - V(addresses) always adds one entry per usable address (254 for a C(/24)).
+    type: str
+    choices: [auto, range, addresses]
+    default: auto
+  parallel:
+    description:
+      - How many per-address blocklist commands run at once (threads over one connection with the
+        bindings, processes with the CLI). Each add waits for a monitor proposal (about a second),
+        so a C(/24) takes minutes one by one and seconds in parallel.
+    type: int
+    default: 64
+notes:
+  - The OSDs drop the watches and sessions of blocklisted clients; RBD watchers of the fenced
+    node disappear within seconds.
+seealso:
+  - module: volfence.csi.ceph_blocklist_info
+  - module: volfence.csi.rbd_watchers
+  - module: volfence.csi.rbd_lock
+'''
+
+EXAMPLES = r'''
+- name: Fence the failed node's IP for a week
+  volfence.csi.ceph_blocklist:
+    addresses: [10.0.3.12]
+    expire: 604800
+    conf: /etc/ceph/ceph.conf
+    keyring: /etc/ceph/ceph.client.admin.keyring
+
+- name: Fence one stale client instance only (a watcher's address)
+  volfence.csi.ceph_blocklist:
+    addresses: ["10.0.3.12:0/3271234567"]
+
+- name: Fence a node's pod network through the Rook toolbox
+  volfence.csi.ceph_blocklist:
+    cidrs: [10.244.3.0/24]
+    expire: 604800
+    backend: cli
+    command_prefix: [kubectl, -n, rook-ceph, exec, deploy/rook-ceph-tools, --]
+
+- name: Lift the fence once the node has been rebooted
+  volfence.csi.ceph_blocklist:
+    state: absent
+    addresses: [10.0.3.12]
+    cidrs: [10.244.3.0/24]
+
+- name: Set the connection once for every Ceph module
+  module_defaults:
+    group/volfence.csi.ceph:
+      conf: /etc/ceph/ceph.conf
+      keyring: /etc/ceph/ceph.client.admin.keyring
+  block:
+    - name: Preview a fence
+      volfence.csi.ceph_blocklist:
+        cidrs: [10.0.3.0/24]
+      check_mode: true
+      diff: true
+'''
+
+RETURN = r'''
+actions:
+  description:
+    - The changes made (or, in check mode, that would be made), one per Ceph command.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    op:
+      description: V(add) or V(rm).
+      type: str
+      sample: add
+    range:
+      description: Whether it is a range command (C(osd blocklist range ...)).
+      type: bool
+      sample: true
+    target:
+      description: The argument given to Ceph.
+      type: str
+      sample: 10.0.3.0/24
+    entry:
+      description: The entry as C(ceph osd blocklist ls) prints it.
+      type: str
+      sample: cidr:10.0.3.0:0/24
+    requested:
+      description: The address or CIDR of the request that caused it.
+      type: str
+      sample: 10.0.3.0/24
+  sample:
+    - {op: add, range: false, target: "10.0.3.12:0/0", entry: "10.0.3.12:0/0", requested: "10.0.3.12:0/0"}
+failed_actions:
+  description: Changes that failed, each with its C(error); the module fails when there is any.
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+blocklist:
+  description: The blocklist entries after the run (predicted in check mode), as Ceph prints them.
+  returned: always
+  type: list
+  elements: str
+  sample: ["10.0.3.12:0/0", "cidr:10.244.3.0:0/24"]
+cidr_mode:
+  description: How CIDRs were handled with O(state=present), V(range) or V(addresses); null for O(state=absent).
+  returned: always
+  type: str
+  sample: range
+naming:
+  description: The command family the cluster uses, V(blocklist) (Pacific and later) or V(blacklist).
+  returned: always
+  type: str
+  sample: blocklist
+backend:
+  description: The backend used, V(rados) or V(cli).
+  returned: always
+  type: str
+  sample: rados
+diff:
+  description: The blocklist before and after.
+  returned: when diff mode is on
+  type: dict
+  sample: {before: {blocklist: []}, after: {blocklist: ["10.0.3.12:0/0"]}}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    CEPH_MUTUALLY_EXCLUSIVE,
+    CephError,
+    ceph_argument_spec,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import BlocklistFailure, ensure_blocklist
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ceph_argument_spec(
+            state=dict(type='str', default='present', choices=['present', 'absent']),
+            addresses=dict(type='list', elements='str', default=[]),
+            cidrs=dict(type='list', elements='str', default=[]),
+            expire=dict(type='float'),
+            max_addresses=dict(type='int', default=256),
+            cidr_mode=dict(type='str', default='auto', choices=['auto', 'range', 'addresses']),
+            parallel=dict(type='int', default=64),
+        ),
+        mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not p['addresses'] and not p['cidrs']:
+        module.fail_json(msg='give at least one address or CIDR: nothing was changed')
+    if p['expire'] is not None and p['expire'] <= 0:
+        module.fail_json(msg='expire must be a positive number of seconds, got %s' % p['expire'])
+    if p['parallel'] < 1 or p['max_addresses'] < 1:
+        module.fail_json(msg='parallel and max_addresses must be at least 1')
+    try:
+        Request(p['addresses'], p['cidrs'])  # every input error before connecting
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+
+    client = None
+    try:
+        client = connect(p, module.tmpdir)
+        result = ensure_blocklist(client, p['state'], p['addresses'], p['cidrs'], p['expire'], p['cidr_mode'],
+                                  p['max_addresses'], p['parallel'], module.check_mode)
+    except BlocklistFailure as exc:
+        module.fail_json(backend=client.name, blocklist=exc.result['after'], **dict(_public(exc.result),
+                                                                                   **exc.fail_kwargs()))
+    except CephError as exc:
+        module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        if client is not None:
+            client.close()
+
+    for warning in result['warnings']:
+        module.warn(warning)
+    output = _public(result)
+    output.update(backend=client.name, blocklist=result['after'], changed=result['changed'])
+    if module._diff:
+        output['diff'] = dict(before=dict(blocklist=result['before']), after=dict(blocklist=result['after']))
+    module.exit_json(**output)
+
+
+def _public(result):
+    return dict((k, result[k]) for k in ('actions', 'failed_actions', 'cidr_mode', 'naming'))
+
+
+if __name__ == '__main__':
+    main()

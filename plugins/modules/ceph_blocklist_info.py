@@ -1,0 +1,186 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: ceph_blocklist_info
+short_description: List the Ceph OSD blocklist, range entries included
+version_added: 0.1.0
+description:
+  - Lists every entry of the Ceph OSD blocklist, address entries (C(ip:port/nonce)) and range
+    entries (C(cidr:10.0.3.0:0/24)), with the expiry as an ISO 8601 UTC timestamp and the seconds
+    remaining.
+  - Optionally keeps only the entries that concern some addresses or networks.
+author:
+  - volfence.csi maintainers
+extends_documentation_fragment:
+  - volfence.csi.ceph
+  - volfence.csi.attributes
+  - volfence.csi.attributes.INFO_MODULE
+  - volfence.csi.attributes.ACTIONGROUP_CEPH
+options:
+  match:
+    description:
+      - Keep only the entries concerning these IPs, CIDRs or C(ip:port/nonce) addresses. An
+        address entry matches when the pattern matches its address, a range entry when it
+        contains an IP given or overlaps a CIDR given.
+      - Empty keeps every entry.
+    type: list
+    elements: str
+    default: []
+seealso:
+  - module: volfence.csi.ceph_blocklist
+'''
+
+EXAMPLES = r'''
+- name: Show the blocklist
+  volfence.csi.ceph_blocklist_info:
+    conf: /etc/ceph/ceph.conf
+    keyring: /etc/ceph/ceph.client.admin.keyring
+  register: fence
+
+- name: Is node-b (10.0.3.12) fenced?
+  volfence.csi.ceph_blocklist_info:
+    match: [10.0.3.12]
+  register: node_b
+
+- name: Say so
+  ansible.builtin.debug:
+    msg: "node-b fenced until {{ node_b.entries | map(attribute='expires') | max }}"
+  when: node_b.entries | length > 0
+'''
+
+RETURN = r'''
+entries:
+  description: The blocklist entries, address entries first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    entry:
+      description: The entry as C(ceph osd blocklist ls) prints it.
+      type: str
+      sample: cidr:10.0.3.0:0/24
+    kind:
+      description: V(address) or V(range).
+      type: str
+      sample: range
+    address:
+      description: The C(ip:port/nonce) of an address entry (null for ranges).
+      type: str
+      sample: "10.0.3.12:0/3271234567"
+    ip:
+      description: The IP of an address entry (null for ranges).
+      type: str
+      sample: 10.0.3.12
+    port:
+      description: The port of an address entry (0 for clients).
+      type: int
+      sample: 0
+    nonce:
+      description: The nonce of an address entry (0 blocks every client of the IP).
+      type: int
+      sample: 3271234567
+    cidr:
+      description: The network of a range entry, normalised (null for addresses).
+      type: str
+      sample: 10.0.3.0/24
+    num_addresses:
+      description: How many addresses a range entry covers (null for addresses).
+      type: int
+      sample: 256
+    expires:
+      description: When the entry expires, ISO 8601 in UTC.
+      type: str
+      sample: "2026-11-21T06:15:44.263371Z"
+    expires_in:
+      description: Seconds until it expires (negative once expired and not yet pruned).
+      type: int
+      sample: 3541
+    expired:
+      description: Whether the expiry has passed.
+      type: bool
+      sample: false
+count:
+  description: How many entries are returned.
+  returned: always
+  type: int
+  sample: 2
+total:
+  description: How many entries the blocklist has in all.
+  returned: always
+  type: int
+  sample: 2
+range_supported:
+  description: Whether the cluster supports range entries (C(osd blocklist range add)).
+  returned: always
+  type: bool
+  sample: true
+naming:
+  description: V(blocklist) (Pacific and later) or V(blacklist).
+  returned: always
+  type: str
+  sample: blocklist
+backend:
+  description: The backend used, V(rados) or V(cli).
+  returned: always
+  type: str
+  sample: rados
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import (
+    entry_info,
+    entry_matches,
+    sorted_entries,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    CEPH_MUTUALLY_EXCLUSIVE,
+    AddressMatcher,
+    CephError,
+    ceph_argument_spec,
+    utc_now,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import read_blocklist
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ceph_argument_spec(match=dict(type='list', elements='str', default=[])),
+        mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
+        supports_check_mode=True,
+    )
+    try:
+        matcher = AddressMatcher(module.params['match'], 'match')
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    client = None
+    try:
+        client = connect(module.params, module.tmpdir)
+        state = read_blocklist(client)
+    except CephError as exc:
+        module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        if client is not None:
+            client.close()
+    now = utc_now()
+    entries = sorted_entries(state.entries)
+    if matcher:
+        entries = [e for e in entries if entry_matches(e, matcher)]
+    module.exit_json(changed=False, entries=[entry_info(e, now) for e in entries], count=len(entries),
+                     total=len(state.entries), range_supported=state.range_supported, naming=state.naming,
+                     backend=client.name)
+
+
+if __name__ == '__main__':
+    main()

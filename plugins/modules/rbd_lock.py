@@ -1,0 +1,401 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: rbd_lock
+short_description: List, break (after fencing the holder) or take RBD advisory locks
+version_added: 0.1.0
+description:
+  - Lists the advisory locks of an RBD image (id, locker, address) and the owner of the
+    exclusive-lock feature's managed lock.
+  - O(state=absent) breaks the locks that match the filters, for example the
+    C(kubelet_lock_magic_<node>) lock the in-tree RBD plugin left behind on a failed node.
+    By default it first blocklists each locker's address (that exact client instance), because a broken
+    lock alone does not stop the old client writing.
+  - O(state=present) takes an advisory lock, exclusive or (with O(tag)) shared.
+  - O(state=list) (the default) only lists.
+author:
+  - volfence.csi maintainers
+extends_documentation_fragment:
+  - volfence.csi.ceph
+  - volfence.csi.attributes
+  - volfence.csi.attributes.ACTIONGROUP_CEPH
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details:
+      - The diff shows the image's locks before and after.
+options:
+  pool:
+    description: Pool of the image.
+    type: str
+    required: true
+  namespace:
+    description: RADOS namespace of the image.
+    type: str
+    default: ''
+  image:
+    description: The image.
+    type: str
+    required: true
+  state:
+    description:
+      - V(list) only lists the locks.
+      - V(absent) breaks the locks matching O(lock_id), O(locker) and O(address) (all that are
+        given must match; at least one is required), except those held from O(protect_addresses).
+      - V(present) takes the lock O(lock_id). It is unchanged when a lock with that id and the
+        same type (and tag) is already held; it fails when another lock is in the way.
+    type: str
+    choices: [list, present, absent]
+    default: list
+  lock_id:
+    description:
+      - With O(state=absent), an fnmatch pattern of lock ids, for example C(kubelet_lock_magic_*).
+      - With O(state=present), the id of the lock to take (required).
+    type: str
+  locker:
+    description:
+      - With O(state=absent), an fnmatch pattern of lockers, for example C(client.4272) (a bare
+        number gets the C(client.) prefix).
+    type: str
+  address:
+    description:
+      - With O(state=absent), only locks held from these IPs, CIDRs or C(ip:port/nonce) addresses.
+    type: list
+    elements: str
+    default: []
+  protect_addresses:
+    description:
+      - Never break (nor blocklist) a lock held from these IPs, CIDRs or C(ip:port/nonce)
+        addresses, for example the healthy nodes. Such locks are listed in RV(protected).
+    type: list
+    elements: str
+    default: []
+  include_managed:
+    description:
+      - Also break the exclusive-lock feature's managed lock (id C(auto <n>), tag C(internal))
+        when it matches the filters. librbd breaks a blocklisted owner's managed lock by itself
+        when another client needs it, so this is rarely needed.
+    type: bool
+    default: false
+  blocklist_locker:
+    description:
+      - With O(state=absent), blocklist each matching locker's exact address (C(ip:port/nonce),
+        that client instance only) before breaking its lock, and break nothing if that fails.
+      - The cluster's own daemons are never blocklisted (see M(volfence.csi.ceph_blocklist)).
+    type: bool
+    default: true
+  blocklist_expire:
+    description:
+      - Seconds until those blocklist entries expire (Ceph's default, one hour, without it).
+    type: float
+  tag:
+    description:
+      - With O(state=present), take a shared lock with this tag instead of an exclusive one.
+    type: str
+  node_addresses:
+    description:
+      - Node names and their IPs or CIDRs, to name the node each lock is held from.
+    type: dict
+    default: {}
+  query_lock_owners:
+    description:
+      - Also ask librbd for the exclusive-lock owners (C(lock_get_owners)), bindings backend only.
+        That call needs a read-write open of the image, which registers a short-lived watcher of
+        this module; RV(exclusive_lock_owners) gives the same owners from the lock list without it.
+    type: bool
+    default: false
+seealso:
+  - module: volfence.csi.ceph_blocklist
+  - module: volfence.csi.rbd_watchers
+'''
+
+EXAMPLES = r'''
+- name: List the locks of a volume
+  volfence.csi.rbd_lock:
+    pool: kube
+    image: kubernetes-dynamic-pvc-6b2c7d1e
+  register: locks
+
+- name: Fence and break the lock the failed node-b left behind
+  volfence.csi.rbd_lock:
+    pool: kube
+    image: kubernetes-dynamic-pvc-6b2c7d1e
+    state: absent
+    lock_id: kubelet_lock_magic_*
+    address: [10.0.3.12]
+    protect_addresses: [10.0.3.11, 10.0.3.13]
+    blocklist_expire: 604800
+
+- name: Take the lock from the new node
+  volfence.csi.rbd_lock:
+    pool: kube
+    image: kubernetes-dynamic-pvc-6b2c7d1e
+    state: present
+    lock_id: kubelet_lock_magic_node-a
+'''
+
+RETURN = r'''
+locks:
+  description: The image's locks before any change.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The lock id (the cookie).
+      type: str
+      sample: kubelet_lock_magic_node-b
+    locker:
+      description: The client holding it.
+      type: str
+      sample: client.4272
+    address:
+      description: The holder's address, C(ip:port/nonce).
+      type: str
+      sample: "10.0.3.12:0/3358807331"
+    ip:
+      description: The holder's IP.
+      type: str
+      sample: 10.0.3.12
+    nonce:
+      description: The holder's nonce.
+      type: int
+      sample: 3358807331
+    exclusive:
+      description: Whether the image's lock is exclusive (null when unknown).
+      type: bool
+      sample: true
+    tag:
+      description: The lock tag (shared locks; C(internal) for the managed lock).
+      type: str
+      sample: ''
+    managed:
+      description: Whether it is the exclusive-lock feature's managed lock.
+      type: bool
+      sample: false
+    node:
+      description: The node whose O(node_addresses) contain the IP.
+      type: str
+      sample: node-b
+locks_after:
+  description: The locks after the run (predicted in check mode).
+  returned: always
+  type: list
+  elements: dict
+broken:
+  description: The locks broken (to be broken, in check mode).
+  returned: always
+  type: list
+  elements: dict
+protected:
+  description: Matching locks left alone because of O(protect_addresses), each with C(protected_by).
+  returned: always
+  type: list
+  elements: dict
+blocklisted:
+  description: The blocklist entries added for the lockers (the actions, as M(volfence.csi.ceph_blocklist) returns them).
+  returned: always
+  type: list
+  elements: dict
+exclusive_lock_owners:
+  description: Owners of the exclusive-lock feature's managed lock, from the lock list.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{address: "10.0.3.11:0/219752702", ip: 10.0.3.11, locker: client.4571, id: auto 140635214451904, mode: exclusive, node: node-a}]
+lock_owners:
+  description:
+    - What librbd's C(lock_get_owners) says before any change, with O(query_lock_owners=true) (null
+      otherwise, with the CLI backend, or when librbd cannot tell, for example because an advisory
+      lock holds the image).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{address: "10.0.3.11:0/219752702", mode: exclusive}]
+backend:
+  description: The backend used, V(rados) or V(cli).
+  returned: always
+  type: str
+  sample: rados
+'''
+
+import errno
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, image_spec
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    CEPH_MUTUALLY_EXCLUSIVE,
+    AddressMatcher,
+    CephError,
+    ceph_argument_spec,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import BlocklistFailure, ensure_blocklist
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
+    LockFilter,
+    NodeMap,
+    describe_locks,
+    exclusive_lock_owners,
+    select_locks,
+)
+
+
+def _key(lock):
+    return (lock['id'], lock['locker'])
+
+
+def break_locks(client, spec, locks, lock_filter, protect, p, check_mode):
+    to_break, protected = select_locks(locks, lock_filter, protect)
+    result = dict(broken=[], protected=protected, blocklisted=[], changed=False)
+    if not to_break:
+        result['locks_after'] = locks
+        return result
+    if p['blocklist_locker']:
+        addresses = sorted(set(lock['address'] for lock in to_break))
+        fenced = ensure_blocklist(client, 'present', addresses=addresses, expire=p['blocklist_expire'],
+                                  check_mode=check_mode)
+        result['blocklisted'] = fenced['actions']
+        result['changed'] = fenced['changed']
+    broken = []
+    for lock in to_break:
+        if not check_mode:
+            try:
+                client.break_lock(spec, lock['locker'], lock['id'])
+            except CephError as exc:
+                if exc.rc is not None and abs(int(exc.rc)) == errno.ENOENT:
+                    continue  # released meanwhile: nothing left to break
+                exc.msg = 'breaking lock %r of %s held by %s failed (%d lock(s) broken before, blocklisted: %s): %s' % (
+                    lock['id'], lock['locker'], spec, len(broken),
+                    ', '.join(a['entry'] for a in result['blocklisted']) or 'none', exc.msg)
+                raise
+        broken.append(lock)
+    result['broken'] = broken
+    result['changed'] = result['changed'] or bool(broken)
+    gone = set(_key(lock) for lock in broken)
+    result['locks_after'] = [lock for lock in locks if _key(lock) not in gone]
+    return result
+
+
+def take_lock(client, spec, locks, p, check_mode):
+    lock_id, tag = p['lock_id'], p['tag']
+    result = dict(broken=[], protected=[], blocklisted=[], changed=False, locks_after=locks)
+    mine = [lock for lock in locks if lock['id'] == lock_id and not lock['managed']]
+    if mine:
+        held = mine[0]
+        if (tag is None and held['exclusive']) or (tag is not None and not held['exclusive'] and held['tag'] == tag):
+            return result
+        raise CephError('lock %r is already held on %s by %s (%s) as %s: not the %s asked for' % (
+            lock_id, spec, held['locker'], held['address'],
+            'exclusive' if held['exclusive'] else 'shared with tag %r' % held['tag'],
+            'exclusive lock' if tag is None else 'shared lock with tag %r' % tag))
+    others = locks if (tag is None or any(lock['exclusive'] or lock['tag'] != tag for lock in locks)) else []
+    if others:
+        raise CephError('%s is locked by %s: break %s first (state=absent, after fencing the holder)' % (
+            spec, ', '.join('%s %r from %s%s' % (lock['locker'], lock['id'], lock['address'],
+                                                  ' (exclusive-lock feature)' if lock['managed'] else '')
+                            for lock in others), 'it' if len(others) == 1 else 'them'))
+    if not check_mode:
+        try:
+            client.add_lock(spec, lock_id, tag)
+        except CephError as exc:
+            if exc.rc is not None and abs(int(exc.rc)) in (errno.EBUSY, errno.EEXIST):
+                exc.msg = '%s is locked by another client meanwhile: %s' % (spec, exc.msg)
+            raise
+        result['locks_after'] = None  # read back below
+    else:
+        result['locks_after'] = locks + [dict(id=lock_id, locker='(this module)', address=None, ip=None, nonce=None,
+                                              exclusive=tag is None, tag=tag or '', managed=False, node=None)]
+    result['changed'] = True
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ceph_argument_spec(
+            pool=dict(type='str', required=True),
+            namespace=dict(type='str', default=''),
+            image=dict(type='str', required=True),
+            state=dict(type='str', default='list', choices=['list', 'present', 'absent']),
+            lock_id=dict(type='str'),
+            locker=dict(type='str'),
+            address=dict(type='list', elements='str', default=[]),
+            protect_addresses=dict(type='list', elements='str', default=[]),
+            include_managed=dict(type='bool', default=False),
+            blocklist_locker=dict(type='bool', default=True),
+            blocklist_expire=dict(type='float'),
+            tag=dict(type='str'),
+            node_addresses=dict(type='dict', default={}),
+            query_lock_owners=dict(type='bool', default=False),
+        ),
+        mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
+        required_if=[('state', 'present', ('lock_id',))],
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        spec = image_spec(p['pool'], p['namespace'], p['image'])
+        node_map = NodeMap(p['node_addresses'])
+        protect = AddressMatcher(p['protect_addresses'], 'protect_addresses')
+        lock_filter = LockFilter(p['lock_id'], p['locker'], p['address'], p['include_managed'])
+        if p['state'] == 'absent' and lock_filter.empty:
+            raise ValueError('state=absent needs at least one of lock_id, locker, address to select the locks '
+                             'to break (lock_id: "*" selects every lock): nothing was changed')
+        if p['blocklist_expire'] is not None and p['blocklist_expire'] <= 0:
+            raise ValueError('blocklist_expire must be a positive number of seconds')
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+
+    client = None
+    output = dict(changed=False, broken=[], protected=[], blocklisted=[], lock_owners=None)
+    try:
+        client = connect(p, module.tmpdir)
+        output['backend'] = client.name
+        locks = describe_locks(client.image_locks(spec), node_map)
+        output['locks'] = locks
+        if p['query_lock_owners']:
+            try:
+                output['lock_owners'] = client.lock_owners(spec)
+            except CephError as exc:  # informational: never stops the run
+                module.warn('lock_get_owners could not tell the exclusive-lock owners of %s: %s%s' % (
+                    spec, exc.msg, ' (EBUSY: the lock is an advisory lock, not the exclusive-lock feature\'s)'
+                    if exc.rc is not None and abs(int(exc.rc)) == errno.EBUSY else ''))
+        if p['state'] == 'absent':
+            output.update(break_locks(client, spec, locks, lock_filter, protect, p, module.check_mode))
+        elif p['state'] == 'present':
+            output.update(take_lock(client, spec, locks, p, module.check_mode))
+        else:
+            output['locks_after'] = locks
+        if output['locks_after'] is None or (output['changed'] and not module.check_mode):
+            output['locks_after'] = describe_locks(client.image_locks(spec), node_map)
+    except BlocklistFailure as exc:
+        module.fail_json(msg='blocklisting the lockers failed, no lock was broken: %s' % exc.msg,
+                         blocklisted=exc.result['actions'], failed_actions=exc.result['failed_actions'],
+                         **dict((k, v) for k, v in exc.fail_kwargs().items() if k != 'msg'))
+    except CephError as exc:
+        module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        if client is not None:
+            client.close()
+    output['exclusive_lock_owners'] = exclusive_lock_owners(output['locks_after'])
+    if module._diff:
+        output['diff'] = dict(before=dict(locks=['%s %s %s' % (lk['id'], lk['locker'], lk['address'])
+                                                 for lk in output['locks']]),
+                              after=dict(locks=['%s %s %s' % (lk['id'], lk['locker'], lk['address'])
+                                                for lk in output['locks_after']]))
+    module.exit_json(**output)
+
+
+if __name__ == '__main__':
+    main()
