@@ -191,6 +191,8 @@ def ansible_playbook(tmp_path, kubeconfig, playbook_yaml, extra_vars=None, timeo
     inv.write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n" % VENV_PYTHON)
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
+    cfg = tmp_path / "ansible.cfg"  # keep the repository's ansible.cfg out of it
+    cfg.write_text("[defaults]\n")
     env = dict(os.environ)
     env.update({
         "K8S_AUTH_KUBECONFIG": kubeconfig,
@@ -200,7 +202,7 @@ def ansible_playbook(tmp_path, kubeconfig, playbook_yaml, extra_vars=None, timeo
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "ANSIBLE_DEPRECATION_WARNINGS": "0",
-        "ANSIBLE_CONFIG": os.devnull,
+        "ANSIBLE_CONFIG": str(cfg),
         "ANSIBLE_STDOUT_CALLBACK": "default",
         "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "1",
     })
