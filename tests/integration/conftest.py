@@ -14,7 +14,8 @@ sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
 
 
 def read_lab_env(lab_dir=None):
-    path = os.path.join(lab_dir or os.environ.get("LAB_DIR") or os.path.join(REPO, ".lab"), "env")
+    import lab as labmod  # the lab's own rule for where a lab lives (LAB_DIR, LAB_PREFIX)
+    path = os.path.join(lab_dir or labmod.Config().dir, "env")
     if not os.path.exists(path):
         return None
     env = {}

@@ -404,6 +404,9 @@ class ControlPlane(object):
                 key = (pv["metadata"]["name"], node_name)
                 node = nodes.get(node_name)
                 deleting = age(meta.get("deletionTimestamp"))
+                if deleting is not None:
+                    # deletionTimestamp is "now + grace period": count from when deletion began.
+                    deleting += meta.get("deletionGracePeriodSeconds") or 0
                 released = node is None or (deleting is not None and (
                     has_taint(node, OUT_OF_SERVICE_TAINT) or
                     (not node_ready(node) and deleting > LabTimings.force_detach)))

@@ -544,7 +544,7 @@ def kill_node(cfg, node):
         raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
     if not stop(cfg, "agent-" + node):
         raise LabError("node %s has no running agent (already killed?)" % node)
-    print("%s: kubelet stopped (heartbeat and lease renewals stop); its Ceph clients are still alive" % node)
+    sys.stderr.write("%s: kubelet stopped (heartbeat and lease renewals stop); its Ceph clients are still alive\n" % node)
 
 
 def revive_node(cfg, node):
@@ -554,7 +554,7 @@ def revive_node(cfg, node):
     stop(cfg, "agent-" + node)
     gone = release(cfg, node)
     start_agent(cfg, node)
-    print("%s: rebooted (%d old Ceph client(s) gone), kubelet started" % (node, gone))
+    sys.stderr.write("%s: rebooted (%d old Ceph client(s) gone), kubelet started\n" % (node, gone))
 
 
 # ----------------------------------------------------------------------------- commands

@@ -1,0 +1,167 @@
+"""Incident scenarios on the lab: the stuck states come from the real Ceph checks, and the
+known manual fixes unstick them."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+
+
+def wait_until(predicate, timeout=20.0, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+@pytest.fixture
+def kube(lab):
+    from kubeclient import KubeClient, server_from_kubeconfig
+    path = os.path.join(lab.dir, "kubeconfig")
+    if not os.path.exists(path):
+        pytest.skip("the lab has no Kubernetes side")
+    return KubeClient(server_from_kubeconfig(path))
+
+
+@pytest.fixture
+def scenario(clean_lab, kube):
+    lab = clean_lab
+    for node in lab.nodes:  # every node alive, whatever an earlier run left behind
+        lab.lab("revive-node", node)
+
+    def build(name):
+        return json.loads(lab.lab("scenario", name))
+    yield build
+    # Bring every node back and remove what the scenario built.
+    for node in lab.nodes:
+        lab.lab("revive-node", node)
+    for deploy in kube.list("deployments", "default"):
+        kube.delete("deployments", deploy["metadata"]["name"], "default")
+    for pod in kube.list("pods", "default"):
+        kube.delete("pods", pod["metadata"]["name"], "default", grace_period=0)
+    wait_until(lambda: all(n["metadata"]["name"] for n in kube.list("nodes")) and
+               all(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
+                   for n in kube.list("nodes")), timeout=15)
+
+
+def pod(kube, name):
+    return kube.find("pods", name, "default")
+
+
+def test_seed_000_stuck_state_comes_from_the_real_watcher(scenario, kube, lab):
+    state = scenario("seed-000")
+    assert state["stuck_node"] != "node-b"
+    assert "rbd image %s is still being used" % state["image"] in state["event"]
+    assert [w.split(":")[0] for w in state["watchers"]] == [lab.nodes["node-b"]]
+    stuck = pod(kube, state["stuck_pod"])
+    waiting = stuck["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+    assert (stuck["status"]["phase"], waiting) == ("Pending", "ContainerCreating")
+    old = pod(kube, state["old_pod"])
+    assert old["metadata"].get("deletionTimestamp"), "the old pod is Terminating"
+    node_b = kube.get("nodes", "node-b")
+    ready = [c for c in node_b["status"]["conditions"] if c["type"] == "Ready"][0]
+    assert ready["status"] != "True"
+    assert any(t["key"] == "node.kubernetes.io/unreachable" for t in node_b["spec"]["taints"])
+    # Still stuck a few seconds later: nothing but fencing unsticks it.
+    time.sleep(3)
+    assert pod(kube, state["stuck_pod"])["status"]["phase"] == "Pending"
+
+
+def test_seed_000_blocklisting_node_b_runs_the_pod_within_10s(scenario, kube, lab):
+    state = scenario("seed-000")
+    started = time.time()
+    lab.ceph("osd", "blocklist", "add", lab.nodes["node-b"])
+    running = wait_until(lambda: pod(kube, state["stuck_pod"])["status"]["phase"] == "Running", timeout=10)
+    elapsed = time.time() - started
+    assert running, "pod still %s after 10 s" % pod(kube, state["stuck_pod"])["status"]["phase"]
+    assert elapsed <= 10
+    # The new watcher is node-a's, recorded in the image metadata by the node plugin.
+    watchers = lab.watchers(state["image"])
+    assert [w["address"].split(":")[0] for w in watchers] == [lab.nodes[state["stuck_node"]]]
+
+
+def test_seed_003_lock_from_other_node_blocks_until_broken(scenario, kube, lab):
+    state = scenario("seed-003")
+    assert "rbd: image %s is locked by other nodes" % state["image"].split("/")[-1] in state["event"]
+    locks = json.loads(lab.rbd("lock", "ls", state["image"], "--format", "json"))
+    assert [(l["id"], l["address"].split(":")[0]) for l in locks] == [("kubelet_lock_magic_node-b", lab.nodes["node-b"])]
+    # The manual fix of the seed: fence the locker, then remove its lock.
+    lab.ceph("osd", "blocklist", "add", state["locker_address"])
+    lab.rbd("lock", "rm", state["image"], state["lock_id"], state["locker"])
+    assert wait_until(lambda: pod(kube, state["stuck_pod"])["status"]["phase"] == "Running", timeout=10)
+    locks = json.loads(lab.rbd("lock", "ls", state["image"], "--format", "json"))
+    assert [l["id"] for l in locks] == ["kubelet_lock_magic_%s" % state["stuck_node"]]
+
+
+def test_seed_001_attachment_name_collision_shape(scenario, kube):
+    state = scenario("seed-001")
+    assert state["unique_name_length"] == 68 and state["unique_name"].startswith("csi-")
+    va = kube.get("volumeattachments", state["volumeattachment"])
+    assert va["spec"]["nodeName"] == state["node"] and va["status"]["attached"] is True
+    time.sleep(2)  # the lab's attach/detach loop leaves another driver's attachment alone
+    assert kube.find("volumeattachments", state["volumeattachment"]) is not None
+
+
+def test_kill_and_revive_node(scenario, kube, lab):
+    image = lab.new_image()
+    lab.hold("node-c", image)
+    lab.lab("kill-node", "node-c")
+    lease = lambda: kube.get("leases", "node-c", "kube-node-lease")["spec"]["renewTime"]
+    before = lease()
+    assert wait_until(lambda: [c for c in kube.get("nodes", "node-c")["status"]["conditions"]
+                               if c["type"] == "Ready"][0]["status"] == "Unknown", timeout=15)
+    assert lease() == before, "a dead kubelet renews no lease"
+    assert len(lab.watchers(image)) == 1, "its Ceph client stays alive"
+    lab.lab("revive-node", "node-c")
+    assert wait_until(lambda: [c for c in kube.get("nodes", "node-c")["status"]["conditions"]
+                               if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
+    assert wait_until(lambda: lab.watchers(image) == [], timeout=10), "old clients are gone after a reboot"
+
+
+def blocklist(lab):
+    out = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
+    # two JSON arrays back to back (entries, then range entries)
+    decoder, pos, arrays = json.JSONDecoder(), 0, []
+    while True:
+        while pos < len(out) and out[pos].isspace():
+            pos += 1
+        if pos >= len(out):
+            break
+        value, pos = decoder.raw_decode(out, pos)
+        arrays.append(value)
+    return [e["addr"] for a in arrays for e in a]
+
+
+def test_csi_addons_stand_in_fences_and_unfences(clean_lab, kube):
+    lab = clean_lab
+    cidr = lab.nodes["node-c"] + "/32"
+    nodes = wait_until(lambda: kube.list("csiaddonsnodes", "ceph-csi"), timeout=10)
+    assert {n["spec"]["driver"]["nodeID"] for n in nodes} == set(lab.nodes)
+    assert {n["status"]["state"] for n in nodes} == {"Connected"}
+    kube.create("networkfences", {
+        "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
+        "metadata": {"name": "lab-fence-node-c"},
+        "spec": {"driver": "rbd.csi.ceph.com", "cidrs": [cidr], "fenceState": "Fenced",
+                 "secret": {"name": "csi-rbd-secret", "namespace": "ceph-csi"},
+                 "parameters": {"clusterID": "lab"}}})
+    try:
+        fenced = wait_until(lambda: (kube.get("networkfences", "lab-fence-node-c").get("status") or {}).get("result"))
+        assert fenced == "Succeeded"
+        assert lab.nodes["node-c"] + ":0/0" in blocklist(lab)
+        assert "csiaddons.openshift.io/network-fence" in kube.get("networkfences", "lab-fence-node-c")["metadata"]["finalizers"]
+        kube.patch("networkfences", "lab-fence-node-c", {"spec": {"fenceState": "Unfenced"}})
+        assert wait_until(lambda: kube.get("networkfences", "lab-fence-node-c")["status"].get("message")
+                          == "unfencing operation successful")
+        assert lab.nodes["node-c"] + ":0/0" not in blocklist(lab)
+    finally:
+        kube.delete("networkfences", "lab-fence-node-c")
+    assert wait_until(lambda: kube.find("networkfences", "lab-fence-node-c") is None, timeout=10)
