@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 LAB := /usr/bin/python3 tests/lab/lab.py
 NODE ?= node-b
 
-.PHONY: help setup demo test sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release bench clean
+.PHONY: help setup demo test sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release \
+	lab-kill-node lab-revive-node lab-scenario bench clean
 
 help:
 	@echo "make demo        set up this machine, start the lab, run the main job on it, clean up"
@@ -15,6 +16,10 @@ help:
 	@echo "make lab-exec NODE=node-b CMD='rbd status rbd/img'"
 	@echo "make lab-hold NODE=node-b IMAGE=rbd/img [LOCK_ID=kubelet_lock_magic_node-b]"
 	@echo "make lab-release [NODE=node-b]"
+	@echo "make lab-kill-node NODE=node-b   kubelet dies, Ceph clients stay (seed 000)"
+	@echo "make lab-revive-node NODE=node-b back as after a reboot"
+	@echo "make lab-scenario NAME=seed-000|seed-001|seed-003"
+	@echo "make bench       benchmarks (results in .cache/bench/)"
 
 setup:
 	@scripts/setup.sh
@@ -50,6 +55,20 @@ lab-exec:
 
 lab-hold:
 	@$(LAB) hold $(NODE) $(IMAGE) $(if $(LOCK_ID),--lock-id $(LOCK_ID))
+
+lab-kill-node:
+	@$(LAB) kill-node $(NODE)
+
+lab-revive-node:
+	@$(LAB) revive-node $(NODE)
+
+lab-scenario:
+	@$(LAB) scenario $(NAME)
+
+bench: setup
+	@mkdir -p .cache/bench
+	@if [ -f scripts/bench_ceph.py ]; then $(MAKE) --no-print-directory lab-up >/dev/null && \
+	  (/usr/bin/python3 scripts/bench_ceph.py; rc=$$?; $(MAKE) --no-print-directory lab-down >/dev/null; exit $$rc); fi
 
 lab-release:
 	@$(LAB) release $(if $(filter command line,$(origin NODE)),$(NODE))
