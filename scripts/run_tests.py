@@ -84,10 +84,11 @@ def lab_env():
                 if value.startswith("'") and value.endswith("'"):
                     value = value[1:-1]
                 env[match.group(1)] = value
+    # KUBECONFIG in the tests' environment means "a real cluster": only the user sets it. Tests
+    # that use the lab's API emulator find its kubeconfig in the lab folder.
+    env.pop("KUBECONFIG", None)
     if USER_KUBECONFIG:
         env["KUBECONFIG"] = USER_KUBECONFIG
-    elif not os.path.exists(env.get("KUBECONFIG", "")):
-        env.pop("KUBECONFIG", None)
     return env
 
 
