@@ -160,7 +160,7 @@ class CephSettings(object):
         user = params.get('user') or 'admin'
         self.user = user[len('client.'):] if user.startswith('client.') else user
         self.mon_host = params.get('mon_host')
-        self.timeout = int(params.get('timeout') or 30)
+        self.timeout = int(30 if params.get('timeout') is None else params.get('timeout'))
         self.backend = params.get('backend') or 'auto'
         self.command_prefix = list(params.get('command_prefix') or [])
         if self.timeout <= 0:

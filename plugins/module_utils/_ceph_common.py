@@ -106,8 +106,13 @@ def stderr_summary(stderr, limit=3):
     return ' | '.join(kept[-limit:]) if len(kept) <= limit else ' | '.join([kept[0]] + kept[-(limit - 1):])
 
 
+# What an unknown command looks like: the monitors answer 'command not known' (mon_command), the
+# CLI 'no valid command found; 10 closest matches: ...'. A cluster without range blocklisting
+# rejects the `range` word of `osd blocklist range add` with 'range not in add|rm' (the same
+# marker ceph-csi relies on). A bad argument ('Invalid command: x not valid IPv6 address') is
+# EINVAL too, but is not an unknown command.
 _UNKNOWN_COMMAND_MARKERS = ('command not known', 'no valid command found', 'unrecognized command',
-                            'invalid command', 'not in add|rm')
+                            'not in add|rm')
 
 
 def is_unknown_command(err):

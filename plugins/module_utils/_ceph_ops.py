@@ -174,6 +174,13 @@ def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cid
     result['failed_actions'] = [dict(action_dict(a), error=e.msg) for a, e in failed]
     result['changed'] = bool(done)
     result['after'] = read_blocklist(client, current.naming).strings()
+    unseen = [a for a in done if a.op == 'add' and a.display not in result['after']]
+    if unseen and not failed:
+        # Never report a fence that is not there (e.g. an old monitor taking a CIDR for an address).
+        raise BlocklistFailure('the cluster accepted %d blocklist addition(s) but does not list %s: check '
+                               '`ceph osd %s ls` before relying on this fence'
+                               % (len(unseen), ', '.join(a.display for a in unseen), current.naming),
+                               result, CephError('not listed after add'))
     if failed:
         raise BlocklistFailure('%d of %d blocklist changes failed (the %d others were made): first error: %s'
                                % (len(failed), len(failed) + len(done), len(done), failed[0][1].msg),

@@ -1,0 +1,299 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+    CephSettings,
+    CliBackend,
+    blocklist_change_command,
+    blocklist_ls_command,
+    connect,
+    dump_command,
+    image_spec,
+    normalize_lockers_bindings,
+    parse_image_spec,
+    parse_lock_header,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    CephCommandError,
+    CephConnectionError,
+    CephError,
+    CephNotFoundError,
+    is_unknown_command,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
+
+
+def fixture(name, default=None):
+    path = os.path.join(FIXTURES, name)
+    if not os.path.exists(path):
+        return default
+    with open(path) as handle:
+        return handle.read()
+
+
+def params(**kw):
+    out = dict(cluster='ceph', conf=None, keyring=None, key=None, user='admin', mon_host=None, timeout=30,
+               backend='cli', command_prefix=None)
+    out.update(kw)
+    return out
+
+
+class FakeRunner(object):
+    """Answers CLI calls with captured outputs: {(tool, first args...): fixture base name}."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def __call__(self, argv, timeout):
+        self.calls.append((argv, timeout))
+        tool_index = next(i for i, a in enumerate(argv) if a in ('ceph', 'rbd'))
+        for key, base in self.answers.items():
+            if all(k in argv[tool_index:] for k in key):
+                rc = int(fixture(base + '.rc', '0'))
+                out = fixture(base + '.json', '') if not base.endswith('.txt') else fixture(base, '')
+                err = fixture(base + '.stderr', '') if not base.endswith('.txt') else ''
+                return rc, out, err
+        raise AssertionError('unexpected call %r' % (argv,))
+
+
+# ----------------------------------------------------------------------------- commands
+
+def test_blocklist_commands_in_both_forms():
+    add = blocklist_change_command('blocklist', 'add', '10.0.0.1:0/0', 3600, False)
+    assert add.argv == ['osd', 'blocklist', 'add', '10.0.0.1:0/0', '3600']
+    assert add.json == {'prefix': 'osd blocklist', 'blocklistop': 'add', 'addr': '10.0.0.1:0/0', 'expire': 3600.0,
+                        'format': 'json'}
+    rng = blocklist_change_command('blocklist', 'add', '10.0.3.0/24', 1.5, True)
+    assert rng.argv == ['osd', 'blocklist', 'range', 'add', '10.0.3.0/24', '1.5']
+    assert rng.json['range'] == 'range' and rng.json['expire'] == 1.5
+    rm = blocklist_change_command('blacklist', 'rm', '10.0.0.1:0/0', 3600, False)
+    assert rm.argv == ['osd', 'blacklist', 'rm', '10.0.0.1:0/0']
+    assert rm.json == {'prefix': 'osd blacklist', 'blacklistop': 'rm', 'addr': '10.0.0.1:0/0', 'format': 'json'}
+    assert blocklist_ls_command('blacklist').json['prefix'] == 'osd blacklist ls'
+    assert dump_command('fs dump').argv == ['fs', 'dump'] and dump_command('fs dump').describe() == 'ceph fs dump'
+
+
+def test_the_json_mon_commands_match_what_the_bindings_sent_to_the_real_cluster():
+    mon = json.loads(fixture('bindings_outputs.json'))['mon_command']
+    assert mon['rm_absent']['command'] == blocklist_change_command(
+        'blocklist', 'rm', mon['rm_absent']['command']['addr']).json
+    assert mon['blocklist_ls']['command'] == blocklist_ls_command().json
+
+
+# ----------------------------------------------------------------------------- image specs
+
+def test_parse_image_spec():
+    assert str(parse_image_spec('rbd/img')) == 'rbd/img'
+    spec = parse_image_spec('rbd/ns1/img')
+    assert (spec.pool, spec.namespace, spec.image) == ('rbd', 'ns1', 'img')
+    for bad in ('img', 'rbd/', 'a/b/c/d', 'rbd/img@snap', 'rbd/im g', '', None):
+        with pytest.raises(ValueError):
+            parse_image_spec(bad)
+    assert str(image_spec('rbd', '', 'img')) == 'rbd/img'
+    with pytest.raises(ValueError):
+        image_spec('rbd', None, 'a/b')
+
+
+# ----------------------------------------------------------------------------- settings and connect
+
+def test_missing_keyring_fails_before_anything(tmp_path):
+    with pytest.raises(CephConnectionError, match='keyring file /nonexistent/ceph.keyring does not exist'):
+        CephSettings(params(keyring='/nonexistent/ceph.keyring'))
+    # With a prefix the path is the container's: not checked here.
+    CephSettings(params(keyring='/nonexistent/ceph.keyring', command_prefix=['cephadm', 'shell', '--']))
+
+
+def test_settings_validation():
+    assert CephSettings(params(user='client.csi')).user == 'csi'
+    with pytest.raises(ValueError, match='backend must be one of'):
+        CephSettings(params(backend='librados'))
+    with pytest.raises(ValueError, match='command_prefix only applies'):
+        CephSettings(params(backend='rados', command_prefix=['x']))
+    with pytest.raises(ValueError, match='timeout'):
+        CephSettings(params(timeout=0))
+
+
+def test_backend_rados_without_bindings_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(_ceph_client, 'import_bindings', lambda: (None, 'No module named rados'))
+    with pytest.raises(CephError, match='python3-rados and python3-rbd'):
+        connect(params(backend='rados'))
+
+
+def test_auto_falls_back_to_the_cli_without_bindings(monkeypatch):
+    monkeypatch.setattr(_ceph_client, 'import_bindings', lambda: (None, 'No module named rados'))
+    monkeypatch.setattr(_ceph_client, '_which', lambda tool: '/usr/bin/' + tool)
+    assert connect(params(backend='auto')).name == 'cli'
+
+
+def test_auto_with_a_prefix_uses_the_cli(monkeypatch):
+    monkeypatch.setattr(_ceph_client, 'import_bindings', lambda: ((object(), object()), None))
+    assert connect(params(backend='auto', command_prefix=['cephadm', 'shell', '--'])).name == 'cli'
+
+
+def test_key_goes_to_a_private_temporary_keyring_removed_on_close(tmp_path):
+    client = CliBackend(CephSettings(params(key='AQDUKQFre+WlERAAv/MgyEtHaPxE5wTv6CIpjw==', user='csi')),
+                        str(tmp_path))
+    path = client.keyring
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o600)
+    assert open(path).read() == '[client.csi]\n\tkey = AQDUKQFre+WlERAAv/MgyEtHaPxE5wTv6CIpjw==\n'
+    assert 'AQDUKQ' not in ' '.join(client.base('ceph'))
+    client.close()
+    assert not os.path.exists(path)
+
+
+# ----------------------------------------------------------------------------- CLI backend
+
+def test_cli_argv_with_prefix_and_timeouts():
+    client = CliBackend(CephSettings(params(conf='/etc/ceph/ceph.conf', command_prefix=['kubectl', 'exec', '--'],
+                                            mon_host='10.0.0.1', timeout=7)))
+    client.settings.keyring = None
+    argv = client.base('ceph')
+    assert argv[:4] == ['kubectl', 'exec', '--', 'ceph']
+    assert ['--id', 'admin'] == argv[argv.index('--id'):argv.index('--id') + 2]
+    assert '--connect-timeout' in argv and argv[argv.index('--connect-timeout') + 1] == '7'
+    assert argv[argv.index('--mon_host') + 1] == '10.0.0.1'
+    assert '--connect-timeout' not in client.base('rbd')
+
+
+def test_cli_mon_command_returns_stdout_and_the_status_line():
+    runner = FakeRunner({('osd', 'blocklist', 'ls'): 'blocklist_ls'})
+    client = CliBackend(CephSettings(params()), runner=runner)
+    out, outs = client.mon(blocklist_ls_command())
+    assert out.strip().startswith('[{') and outs == 'listed 8 entries'
+    argv = runner.calls[0][0]
+    assert argv[-5:] == ['osd', 'blocklist', 'ls', '--format', 'json']
+    assert runner.calls[0][1] == 30 + 15
+
+
+def test_cli_errors_carry_command_rc_stdout_stderr():
+    runner = FakeRunner({('osd', 'blocklist', 'add'): 'blocklist_add_invalid'})
+    client = CliBackend(CephSettings(params()), runner=runner)
+    with pytest.raises(CephCommandError) as info:
+        client.mon(blocklist_change_command('blocklist', 'add', 'not-an-ip'))
+    err = info.value
+    assert err.rc == 22 and 'EINVAL' in err.msg
+    assert 'ceph osd blocklist add not-an-ip' in err.msg
+    assert 'not valid IPv6 address' in err.msg and 'AuthRegistry' not in err.msg
+    assert err.cmd[-4:] == ['add', 'not-an-ip', '--format', 'json']
+    assert 'AuthRegistry' in err.stderr  # the full stderr is kept for the user
+    assert not is_unknown_command(err)
+
+
+def test_cli_unknown_command_is_detected():
+    runner = FakeRunner({('frobnicate',): 'unknown_command'})
+    client = CliBackend(CephSettings(params()), runner=runner)
+    with pytest.raises(CephCommandError) as info:
+        client.mon(dump_command('osd frobnicate ls'))
+    assert is_unknown_command(info.value)
+
+
+def test_cli_missing_image_and_pool_are_not_found_errors():
+    client = CliBackend(CephSettings(params()), runner=FakeRunner({
+        ('status', 'rbd/fixture-does-not-exist'): 'rbd_status_missing_image',
+        ('status', 'fixture-no-pool/img'): 'rbd_status_missing_pool'}))
+    with pytest.raises(CephNotFoundError, match='error opening image fixture-does-not-exist'):
+        client.inspect_image(parse_image_spec('rbd/fixture-does-not-exist'))
+    with pytest.raises(CephNotFoundError, match="error opening pool 'fixture-no-pool'"):
+        client.inspect_image(parse_image_spec('fixture-no-pool/img'))
+
+
+def test_cli_timeout_is_a_connection_error():
+    client = CliBackend(CephSettings(params(timeout=3)), runner=lambda argv, timeout: (-1, '', ''))
+    with pytest.raises(CephConnectionError, match='no answer within 3s'):
+        client.mon(blocklist_ls_command())
+    client = CliBackend(CephSettings(params(mon_host='10.0.0.9')),
+                        runner=lambda argv, timeout: (1, '', 'timed out\n'))
+    with pytest.raises(CephConnectionError, match='monitors at 10.0.0.9 reachable'):
+        client.mon(blocklist_ls_command())
+
+
+def test_cli_inspect_image_parses_real_status_and_metadata():
+    client = CliBackend(CephSettings(params()), runner=FakeRunner({
+        ('status',): 'rbd_status_two_watchers', ('image-meta', 'list'): 'rbd_image_meta_list'}))
+    result = client.inspect_image(parse_image_spec('rbd/x'))
+    assert len(result['watchers']) == 2
+    assert all(isinstance(w['cookie'], int) and w['client_id'] > 0 for w in result['watchers'])
+    assert '.rbd.csi.ceph.com/clientAddress/node-c' in result['metadata']
+
+
+def test_cli_image_locks_from_json_and_plain_output():
+    for base, exclusive, tag in (('rbd_lock_ls_exclusive', True, ''), ('rbd_lock_ls_shared', False, 'volfence-tag'),
+                                 ('rbd_lock_ls_managed', True, '')):
+        client = CliBackend(CephSettings(params()), runner=FakeRunner({
+            ('lock', 'ls', '--format'): base, ('lock', 'ls'): base + '.txt'}))
+        locks = client.image_locks(parse_image_spec('rbd/x'))
+        assert locks['exclusive'] is exclusive and locks['tag'] == tag
+        assert len(locks['lockers']) == 1 and locks['lockers'][0]['locker'].startswith('client.')
+    client = CliBackend(CephSettings(params()), runner=FakeRunner({('lock', 'ls'): 'rbd_lock_ls_none'}))
+    assert client.image_locks(parse_image_spec('rbd/x')) == dict(exclusive=None, tag=None, lockers=[])
+
+
+def test_parse_lock_header():
+    assert parse_lock_header(fixture('rbd_lock_ls_shared.txt')) == (False, 'volfence-tag')
+    assert parse_lock_header(fixture('rbd_lock_ls_exclusive.txt')) == (True, '')
+    assert parse_lock_header(fixture('rbd_lock_ls_none.txt')) == (None, None)
+
+
+def test_cli_lock_commands():
+    runner = FakeRunner({('lock', 'add'): 'rbd_lock_ls_none', ('lock', 'rm'): 'rbd_lock_ls_none'})
+    client = CliBackend(CephSettings(params()), runner=runner)
+    client.add_lock(parse_image_spec('rbd/x'), 'kubelet_lock_magic_node-a')
+    client.add_lock(parse_image_spec('rbd/ns/x'), 'id2', tag='t')
+    client.break_lock(parse_image_spec('rbd/x'), 'client.4272', 'kubelet_lock_magic_node-b')
+    tails = [c[0][c[0].index('lock'):] for c in runner.calls]
+    assert tails == [['lock', 'add', 'rbd/x', 'kubelet_lock_magic_node-a'],
+                     ['lock', 'add', 'rbd/ns/x', 'id2', '--shared', 't'],
+                     ['lock', 'rm', 'rbd/x', 'kubelet_lock_magic_node-b', 'client.4272']]
+
+
+def test_parallel_runs_are_bounded_and_keep_order():
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def runner(argv, timeout):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return 0, '', 'blocklisting %s' % argv[-3]
+
+    client = CliBackend(CephSettings(params()), runner=runner)
+    commands = [blocklist_change_command('blocklist', 'add', '10.9.0.%d:0/0' % i) for i in range(1, 41)]
+    results = client.mon_many(commands, workers=8)
+    assert [r[0] for r in results] == commands
+    assert all(r[2] is None for r in results)
+    assert 1 < peak[0] <= 8
+
+
+# ----------------------------------------------------------------------------- bindings outputs
+
+def test_bindings_lockers_normalised_from_real_outputs():
+    images = json.loads(fixture('bindings_outputs.json'))['images']
+    by_kind = dict((spec.split('/')[1].split('-')[1], data) for spec, data in images.items())
+    assert normalize_lockers_bindings(by_kind['idle']['list_lockers']) == dict(exclusive=None, tag=None, lockers=[])
+    locked = normalize_lockers_bindings(by_kind['locked']['list_lockers'])
+    assert locked['exclusive'] is True and locked['lockers'][0]['id'] == 'kubelet_lock_magic_node-b'
+    shared = normalize_lockers_bindings(by_kind['shared']['list_lockers'])
+    assert shared['exclusive'] is False and shared['tag'] == 'volfence-tag'
+    managed = normalize_lockers_bindings(by_kind['managed']['list_lockers'])
+    assert managed['tag'] == 'internal' and managed['lockers'][0]['id'].startswith('auto ')
+    # lock_get_owners reports the same client as the managed lock's locker
+    assert by_kind['managed']['lock_get_owners'][0]['owner'] == managed['lockers'][0]['address']
+    assert 'exclusive-lock' in json.loads(fixture('bindings_outputs.json'))['read_only_lock_get_owners_error'] or \
+        'invalid argument' in json.loads(fixture('bindings_outputs.json'))['read_only_lock_get_owners_error']

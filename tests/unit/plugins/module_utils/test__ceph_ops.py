@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import ipaddress
+import json
+import os
+
+import pytest
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    CephCommandError,
+    CephError,
+    CephRefused,
+    parse_addr,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
+    BlocklistFailure,
+    ensure_blocklist,
+    read_blocklist,
+    read_daemon_addresses,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
+NODES = json.load(open(os.path.join(FIXTURES, 'holders.json')))['nodes']
+SUBNET = NODES['node-a'].rsplit('.', 1)[0]
+MON_IP = SUBNET + '.1'
+UNTIL = '2026-11-21T06:15:44.263371+0000'
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+class FakeCluster(object):
+    """A client whose monitor keeps a blocklist in memory and answers dumps with captured ones.
+
+    naming: 'blocklist' (Pacific+) or 'blacklist' (older: 'osd blocklist' is unknown);
+    ranges: whether `ls` prints the range array and `range add` exists.
+    """
+
+    name = 'fake'
+
+    def __init__(self, naming='blocklist', ranges=True, entries=(), fail=(), range_refused=False):
+        self.naming = naming
+        self.ranges = ranges and naming == 'blocklist'
+        self.range_refused = range_refused
+        self.entries = dict((e, UNTIL) for e in entries)
+        self.fail = set(fail)
+        self.calls = []
+        self.workers = []
+
+    def changes(self):
+        return [c for c in self.calls if c.json['prefix'] in ('osd blocklist', 'osd blacklist')]
+
+    def mon(self, command):
+        self.calls.append(command)
+        j = command.json
+        prefix = j['prefix']
+        if prefix.startswith('osd blocklist') and self.naming == 'blacklist':
+            raise CephCommandError('unknown', cmd=j, rc=-22, stdout='', stderr='command not known')
+        if prefix in ('mon dump', 'mgr dump', 'osd dump', 'fs dump'):
+            return fixture(prefix.replace(' ', '_') + '.json'), ''
+        if prefix.endswith(' ls'):
+            addrs = [dict(addr=e, until=u) for e, u in self.entries.items() if not e.startswith('cidr:')]
+            ranges = [dict(range=e[5:], until=u) for e, u in self.entries.items() if e.startswith('cidr:')]
+            out = json.dumps(addrs) + (json.dumps(ranges) if self.ranges else '')
+            return out, 'listed %d entries' % len(self.entries)
+        op, target = j[self.naming + 'op'], j['addr']
+        if target in self.fail:
+            raise CephCommandError('refused', cmd=j, rc=-1, stdout='', stderr='EPERM')
+        if 'range' in j:
+            if not self.ranges or self.range_refused:
+                raise CephCommandError('x', cmd=j, rc=-22, stderr='command not known')
+            network = ipaddress.ip_network(target, strict=False)
+            base = target.split('/')[0]
+            entry = 'cidr:%s:0/%d' % ('[%s]' % base if network.version == 6 else base, network.prefixlen)
+        else:
+            entry = str(parse_addr(target))
+        if op == 'add':
+            self.entries[entry] = UNTIL
+        else:
+            self.entries.pop(entry, None)
+        return '', 'done'
+
+    def mon_many(self, commands, workers=64):
+        self.workers.append(workers)
+        out = []
+        for command in commands:
+            try:
+                out.append((command, self.mon(command), None))
+            except CephError as exc:
+                out.append((command, None, exc))
+        return out
+
+
+def test_reads_daemons_from_the_real_dumps():
+    daemons = read_daemon_addresses(FakeCluster())
+    assert set(str(d.addr.ip) for d in daemons) == set([MON_IP])
+
+
+def test_present_adds_once_and_is_idempotent():
+    cluster = FakeCluster()
+    result = ensure_blocklist(cluster, 'present', addresses=[NODES['node-b']], cidrs=['10.99.0.0/24'], expire=600)
+    assert result['changed'] and result['cidr_mode'] == 'range' and result['naming'] == 'blocklist'
+    assert sorted(a['entry'] for a in result['actions']) == ['%s:0/0' % NODES['node-b'], 'cidr:10.99.0.0:0/24']
+    assert result['before'] == [] and result['after'] == ['%s:0/0' % NODES['node-b'], 'cidr:10.99.0.0:0/24']
+    assert [c.json.get('expire') for c in cluster.changes()] == [600.0, 600.0]
+    again = ensure_blocklist(cluster, 'present', addresses=[NODES['node-b']], cidrs=['10.99.0.0/24'])
+    assert not again['changed'] and again['actions'] == [] and again['before'] == again['after']
+
+
+def test_check_mode_predicts_without_changing():
+    cluster = FakeCluster()
+    result = ensure_blocklist(cluster, 'present', addresses=[NODES['node-b']], check_mode=True)
+    assert result['changed'] and result['after'] == ['%s:0/0' % NODES['node-b']]
+    assert cluster.changes() == [] and cluster.entries == {}
+
+
+def test_refusal_changes_nothing():
+    cluster = FakeCluster(entries=['10.0.0.9:0/0'])
+    with pytest.raises(CephRefused, match='mon.a'):
+        ensure_blocklist(cluster, 'present', addresses=[NODES['node-b'], MON_IP])
+    with pytest.raises(CephRefused, match='0.0.0.0/0'):
+        ensure_blocklist(cluster, 'present', cidrs=['0.0.0.0/0'], max_addresses=2 ** 40)
+    with pytest.raises(CephRefused, match='max_addresses=256'):
+        ensure_blocklist(cluster, 'present', cidrs=['10.99.0.0/22'])
+    assert cluster.changes() == [] and list(cluster.entries) == ['10.0.0.9:0/0']
+
+
+def test_bad_input_fails_before_talking_to_the_cluster():
+    cluster = FakeCluster()
+    with pytest.raises(ValueError, match='nothing was changed'):
+        ensure_blocklist(cluster, 'present', addresses=['10.0.0.1', 'bogus'], cidrs=['10.0.0.0/33'])
+    assert cluster.calls == []
+
+
+def test_absent_removes_plain_nonce_and_ranges():
+    cluster = FakeCluster(entries=['10.0.3.12:0/0', '10.0.3.12:0/3358807331', '10.0.3.13:0/0',
+                                   'cidr:10.0.4.5:0/24', 'cidr:10.0.5.0:0/24'])
+    result = ensure_blocklist(cluster, 'absent', addresses=['10.0.3.12'], cidrs=['10.0.4.0/24'])
+    assert result['changed'] and result['cidr_mode'] is None
+    assert sorted(cluster.entries) == ['10.0.3.13:0/0', 'cidr:10.0.5.0:0/24']
+    rms = sorted((c.json.get('range', ''), c.json['addr']) for c in cluster.changes())
+    assert rms == sorted([('', '10.0.3.12:0/0'), ('', '10.0.3.12:0/3358807331'), ('range', '10.0.4.5/24')])
+    again = ensure_blocklist(cluster, 'absent', addresses=['10.0.3.12'], cidrs=['10.0.4.0/24'])
+    assert not again['changed']
+
+
+def test_pre_pacific_cluster_uses_blacklist_and_per_address_adds():
+    cluster = FakeCluster(naming='blacklist')
+    result = ensure_blocklist(cluster, 'present', cidrs=['10.99.1.0/29'], workers=5)
+    assert result['naming'] == 'blacklist' and result['cidr_mode'] == 'addresses'
+    assert sorted(cluster.entries) == sorted('10.99.1.%d:0/0' % i for i in range(1, 7))
+    assert all(c.json['prefix'] == 'osd blacklist' and 'blacklistop' in c.json for c in cluster.changes())
+    assert cluster.workers[-1] == 5
+    with pytest.raises(CephError, match='no `osd blocklist range` command'):
+        ensure_blocklist(FakeCluster(ranges=False), 'present', cidrs=['10.99.1.0/29'], cidr_mode='range')
+
+
+def test_forced_per_address_mode_on_a_range_capable_cluster():
+    cluster = FakeCluster()
+    result = ensure_blocklist(cluster, 'present', cidrs=['10.99.2.0/24'], cidr_mode='addresses')
+    assert result['cidr_mode'] == 'addresses' and len(result['actions']) == 254 and len(cluster.entries) == 254
+
+
+def test_range_refused_at_run_time_falls_back_to_addresses():
+    cluster = FakeCluster(range_refused=True)
+    result = ensure_blocklist(cluster, 'present', addresses=['10.99.3.200'], cidrs=['10.99.3.0/30'])
+    assert result['cidr_mode'] == 'addresses'
+    assert sorted(cluster.entries) == ['10.99.3.1:0/0', '10.99.3.200:0/0', '10.99.3.2:0/0']
+    assert any('does not support range' in w for w in result['warnings'])
+
+
+def test_partial_failure_reports_what_was_done():
+    cluster = FakeCluster(fail=['10.99.4.2:0/0'])
+    with pytest.raises(BlocklistFailure) as info:
+        ensure_blocklist(cluster, 'present', cidrs=['10.99.4.0/29'], cidr_mode='addresses')
+    err = info.value
+    assert '1 of 6 blocklist changes failed' in err.msg and err.stderr == 'EPERM'
+    assert [a['target'] for a in err.result['failed_actions']] == ['10.99.4.2:0/0']
+    assert len(err.result['actions']) == 5 and len(err.result['after']) == 5
+
+
+def test_a_fence_the_cluster_does_not_list_is_an_error():
+    class Forgetful(FakeCluster):
+        def mon(self, command):
+            out = super(Forgetful, self).mon(command)
+            self.entries.pop('10.99.5.1:0/0', None)
+            return out
+    with pytest.raises(BlocklistFailure, match='does not list 10.99.5.1:0/0'):
+        ensure_blocklist(Forgetful(), 'present', addresses=['10.99.5.1'])
+
+
+def test_read_blocklist_raises_other_errors():
+    class Broken(FakeCluster):
+        def mon(self, command):
+            raise CephCommandError('EACCES', cmd=command.json, rc=-13, stderr='access denied')
+    with pytest.raises(CephCommandError, match='EACCES'):
+        read_blocklist(Broken())
