@@ -55,6 +55,9 @@ class FakeCluster(object):
         self.calls = []
         self.workers = []
 
+    def close(self):
+        self.closed = True
+
     def changes(self):
         return [c for c in self.calls if c.json['prefix'] in ('osd blocklist', 'osd blacklist')]
 

@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""ceph_blocklist and ceph_blocklist_info end to end through AnsibleModule, on a fake cluster."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, ceph_blocklist_info
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import (
+    MON_IP,
+    NODES,
+    FakeCluster,
+)
+
+
+def run(module, args, monkeypatch, capsys, client, check=False, diff=False):
+    calls = []
+
+    def fake_connect(params, tmpdir=None):
+        calls.append(params)
+        return client
+
+    monkeypatch.setattr(module, 'connect', fake_connect)
+    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out), calls
+
+
+def test_present_with_diff_then_idempotent(monkeypatch, capsys):
+    cluster = FakeCluster()
+    out, _ = run(ceph_blocklist, dict(addresses=[NODES['node-b']], cidrs=['10.99.0.0/24'], expire=60),
+                 monkeypatch, capsys, cluster, diff=True)
+    assert out['changed'] and out['backend'] == 'fake' and out['cidr_mode'] == 'range'
+    assert out['diff'] == dict(before=dict(blocklist=[]),
+                               after=dict(blocklist=['%s:0/0' % NODES['node-b'], 'cidr:10.99.0.0:0/24']))
+    assert out['blocklist'] == out['diff']['after']['blocklist'] and cluster.closed
+    out, _ = run(ceph_blocklist, dict(addresses=[NODES['node-b']], cidrs=['10.99.0.0/24']), monkeypatch, capsys,
+                 cluster)
+    assert not out['changed']
+
+
+def test_check_mode_changes_nothing(monkeypatch, capsys):
+    cluster = FakeCluster()
+    out, _ = run(ceph_blocklist, dict(cidrs=['10.99.0.0/24']), monkeypatch, capsys, cluster, check=True)
+    assert out['changed'] and out['blocklist'] == ['cidr:10.99.0.0:0/24'] and cluster.entries == {}
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(addresses=['10.0.0.300']), 'not a valid'),
+    (dict(cidrs=['10.0.0.5/24']), 'host bits set'),
+    (dict(addresses=[]), 'at least one address or CIDR'),
+    (dict(addresses=['10.0.0.1'], expire=-5), 'expire must be positive'),
+])
+def test_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
+    out, calls = run(ceph_blocklist, args, monkeypatch, capsys, FakeCluster())
+    assert out['failed'] and message.split()[0] in out['msg'] and calls == []
+
+
+def test_refusing_the_monitor(monkeypatch, capsys):
+    cluster = FakeCluster()
+    out, _ = run(ceph_blocklist, dict(addresses=[MON_IP]), monkeypatch, capsys, cluster)
+    assert out['failed'] and "cluster's own daemons" in out['msg'] and 'mon.a' in out['msg']
+    assert cluster.changes() == []
+
+
+def test_unknown_backend_is_rejected_by_the_argument_spec(monkeypatch, capsys):
+    out, calls = run(ceph_blocklist, dict(addresses=['10.0.0.1'], backend='librados'), monkeypatch, capsys,
+                     FakeCluster())
+    assert out['failed'] and 'backend' in out['msg'] and 'auto, rados, cli' in out['msg'] and calls == []
+
+
+def test_key_is_never_echoed(monkeypatch, capsys):
+    out, calls = run(ceph_blocklist, dict(addresses=['10.0.0.1'], key='AQDsecretsecretsecret=='), monkeypatch,
+                     capsys, FakeCluster())
+    assert 'AQDsecretsecretsecret' not in json.dumps(out)
+    assert calls[0]['key'] == 'AQDsecretsecretsecret=='
+
+
+def test_info_lists_entries_with_expiry_and_filters(monkeypatch, capsys):
+    cluster = FakeCluster(entries=['10.0.3.12:0/0', '10.0.3.12:0/77', 'cidr:10.0.4.0:0/24'])
+    out, _ = run(ceph_blocklist_info, {}, monkeypatch, capsys, cluster)
+    assert out['count'] == out['total'] == 3 and out['range_supported'] and not out['changed']
+    kinds = [(e['kind'], e['entry']) for e in out['entries']]
+    assert kinds == [('address', '10.0.3.12:0/0'), ('address', '10.0.3.12:0/77'), ('range', 'cidr:10.0.4.0:0/24')]
+    assert all(e['expires'].endswith('Z') and isinstance(e['expires_in'], int) for e in out['entries'])
+    out, _ = run(ceph_blocklist_info, dict(match=['10.0.4.9']), monkeypatch, capsys, cluster)
+    assert [e['cidr'] for e in out['entries']] == ['10.0.4.0/24'] and out['total'] == 3

@@ -1,0 +1,176 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""rbd_watchers and rbd_lock end to end through AnsibleModule, on a fake cluster fed with the
+outputs captured from the lab."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import errno
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephCommandError, CephNotFoundError
+from ansible_collections.volfence.csi.plugins.modules import rbd_lock, rbd_watchers
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import (
+    MON_IP,
+    NODES,
+    FakeCluster,
+    fixture,
+)
+
+HOLDERS = json.loads(fixture('holders.json'))
+
+
+class FakeRbd(FakeCluster):
+    def __init__(self, images=None, locks=None, **kw):
+        super(FakeRbd, self).__init__(**kw)
+        self.images = images or {}
+        self.locks = locks or {}
+        self.broken, self.added = [], []
+
+    def inspect_images(self, specs, metadata=True, workers=16):
+        out = []
+        for spec in specs:
+            if str(spec) not in self.images:
+                out.append((spec, None, CephNotFoundError('image %s does not exist' % spec, rc=2)))
+            else:
+                out.append((spec, dict(self.images[str(spec)]), None))
+        return out
+
+    def image_locks(self, spec):
+        return json.loads(json.dumps(self.locks.get(str(spec), dict(exclusive=None, tag=None, lockers=[]))))
+
+    def break_lock(self, spec, locker, lock_id):
+        locks = self.locks[str(spec)]
+        locks['lockers'] = [lk for lk in locks['lockers'] if (lk['locker'], lk['id']) != (locker, lock_id)]
+        self.broken.append((str(spec), locker, lock_id))
+
+    def add_lock(self, spec, lock_id, tag=None):
+        if self.locks.get(str(spec), {}).get('lockers'):
+            raise CephCommandError('busy', rc=errno.EBUSY)
+        self.locks[str(spec)] = dict(exclusive=tag is None, tag=tag or '', lockers=[
+            dict(locker='client.9', id=lock_id, address=NODES['node-a'] + ':0/9')])
+        self.added.append((str(spec), lock_id, tag))
+
+    def lock_owners(self, spec):
+        return None
+
+
+def run(module, args, monkeypatch, capsys, client, check=False, diff=False):
+    monkeypatch.setattr(module, 'connect', lambda params, tmpdir=None: client)
+    with patch_module_args(dict(args, _ansible_check_mode=check, _ansible_diff=diff)):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def two_watchers():
+    return dict(watchers=[dict(address=w['address'], client_id=w['client'], cookie=w['cookie'])
+                          for w in json.loads(fixture('rbd_status_two_watchers.json'))['watchers']],
+                metadata=json.loads(fixture('rbd_image_meta_list.json')))
+
+
+def kubelet_lock():
+    return dict(exclusive=True, tag='', lockers=[dict(locker=i['locker'], id=i['id'], address=i['address'])
+                                                 for i in json.loads(fixture('rbd_lock_ls_exclusive.json'))])
+
+
+NODE_IPS = dict((node, [ip]) for node, ip in NODES.items())
+
+
+def test_watchers_of_many_images(monkeypatch, capsys):
+    client = FakeRbd(images={'rbd/a': two_watchers(), 'rbd/ns/b': dict(watchers=[], metadata={})})
+    out = run(rbd_watchers, dict(images=['rbd/a', 'rbd/ns/b'], node_addresses=NODE_IPS,
+                                 exclude_addresses=[NODES['node-c']]), monkeypatch, capsys, client)
+    assert not out['changed'] and out['in_use'] and out['watchers_total'] == 1
+    a, b = out['images']
+    assert a['nodes'] == ['node-b'] and a['excluded_watchers'][0]['node'] == 'node-c'
+    assert sorted(c['node'] for c in a['csi_client_addresses']) == ['node-b', 'node-c']
+    assert b['namespace'] == 'ns' and not b['in_use']
+    assert isinstance(a['watchers'][0]['cookie'], int)
+
+
+def test_missing_images_fail_clearly_or_are_reported(monkeypatch, capsys):
+    client = FakeRbd(images={'rbd/a': two_watchers()})
+    out = run(rbd_watchers, dict(pool='rbd', image='nope'), monkeypatch, capsys, client)
+    assert out['failed'] and '1 image(s) not found' in out['msg'] and 'rbd/nope' in out['msg']
+    out = run(rbd_watchers, dict(images=['rbd/a', 'rbd/nope'], ignore_missing=True), monkeypatch, capsys, client)
+    assert not out.get('failed') and [m['spec'] for m in out['missing']] == ['rbd/nope']
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(images=['rbd']), 'pool/image'),
+    (dict(pool='rbd', image='a', images=['rbd/b']), 'mutually exclusive'),
+    (dict(images=['rbd/a'], node_addresses={'n': ['x']}), 'node_addresses'),
+    (dict(images=['rbd/a'], exclude_addresses=['10.0.0.1/99']), 'exclude_addresses'),
+])
+def test_watchers_bad_input(monkeypatch, capsys, args, message):
+    out = run(rbd_watchers, args, monkeypatch, capsys, FakeRbd())
+    assert out['failed'] and message in out['msg']
+
+
+def test_lock_break_fences_the_locker_first(monkeypatch, capsys):
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    holder = kubelet_lock()['lockers'][0]
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='kubelet_lock_magic_*',
+                             node_addresses=NODE_IPS), monkeypatch, capsys, client, diff=True)
+    assert out['changed'] and [b['id'] for b in out['broken']] == ['kubelet_lock_magic_node-b']
+    assert [a['entry'] for a in out['blocklisted']] == [holder['address']]
+    assert list(client.entries) == [holder['address']]  # only that client instance, not the node's IP
+    names = [c.json['prefix'] for c in client.calls]
+    assert names.index('osd blocklist') < len(names) and client.broken == [('rbd/img', holder['locker'], holder['id'])]
+    assert out['locks_after'] == [] and out['diff']['after'] == {'locks': []}
+    assert out['locks'][0]['node'] == 'node-b'
+
+
+def test_lock_break_check_mode_and_protect(monkeypatch, capsys):
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='*'), monkeypatch, capsys, client,
+              check=True)
+    assert out['changed'] and len(out['broken']) == 1 and client.broken == [] and client.entries == {}
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='*',
+                             protect_addresses=[NODES['node-b']]), monkeypatch, capsys, client)
+    assert not out['changed'] and out['protected'][0]['protected_by'] == NODES['node-b'] and client.broken == []
+
+
+def test_lock_break_needs_a_filter_and_never_fences_a_daemon(monkeypatch, capsys):
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent'), monkeypatch, capsys, client)
+    assert out['failed'] and 'at least one of lock_id' in out['msg']
+    daemon_lock = dict(exclusive=True, tag='', lockers=[dict(locker='client.1', id='x', address=MON_IP + ':0/0')])
+    client = FakeRbd(locks={'rbd/img': daemon_lock})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='x'), monkeypatch, capsys, client)
+    assert out['failed'] and "cluster's own daemons" in out['msg'] and 'refused' in out['msg']
+    assert client.broken == [] and client.entries == {}
+
+
+def test_lock_present_idempotent_and_conflicts(monkeypatch, capsys):
+    client = FakeRbd()
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='kubelet_lock_magic_node-a'),
+              monkeypatch, capsys, client)
+    assert out['changed'] and client.added == [('rbd/img', 'kubelet_lock_magic_node-a', None)]
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='kubelet_lock_magic_node-a'),
+              monkeypatch, capsys, client)
+    assert not out['changed']
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='other'), monkeypatch, capsys, client)
+    assert out['failed'] and 'is locked by client.9' in out['msg'] and 'state=absent' in out['msg']
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='kubelet_lock_magic_node-a',
+                             tag='t'), monkeypatch, capsys, client)
+    assert out['failed'] and 'already held' in out['msg']
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='present'), monkeypatch, capsys, client)
+    assert out['failed'] and 'lock_id' in out['msg']
+
+
+def test_lock_list_reports_exclusive_lock_owner(monkeypatch, capsys):
+    managed = json.loads(fixture('bindings_outputs.json'))
+    data = [v for k, v in managed['images'].items() if '-managed-' in k][0]['list_lockers']
+    locks = dict(exclusive=data['exclusive'], tag=data['tag'],
+                 lockers=[dict(locker=c, id=i, address=a) for c, i, a in data['lockers']])
+    out = run(rbd_lock, dict(pool='rbd', image='img'), monkeypatch, capsys, FakeRbd(locks={'rbd/img': locks}))
+    assert not out['changed'] and out['exclusive_lock_owners'][0]['address'] == data['lockers'][0][2]
