@@ -14,7 +14,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from conftest import LAB_DIR, REAL_CLUSTER, EMULATOR_ONLY, Admin, status_body
+from kube_helpers import LAB_DIR, REAL_CLUSTER, EMULATOR_ONLY, Admin, status_body
 
 pytestmark = pytest.mark.skipif(REAL_CLUSTER, reason=EMULATOR_ONLY)
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 from kubernetes import watch
 
-from conftest import REAL_CLUSTER, VENV_BIN, ansible_playbook, unique
+from kube_helpers import REAL_CLUSTER, VENV_BIN, ansible_playbook, unique
 from kube_crds import GROUP, VERSION
 
 pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")),
@@ -197,7 +197,7 @@ def test_kubernetes_core_modules(tmp_path, kubeconfig_path, kubeemu, custom, ns,
     expected_version = ""
     adm = None
     if kubeemu is not None:
-        from conftest import Admin
+        from kube_helpers import Admin
         adm = Admin(kubeemu.url)
         adm.version("v1.23.5")  # cluster-version dependent logic reads /version
         expected_version = "v1.23.5"

@@ -7,7 +7,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 
-from conftest import unique
+from kube_helpers import unique
 from kube_crds import GROUP, VERSION, networkfence
 
 

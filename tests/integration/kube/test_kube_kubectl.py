@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import unique
+from kube_helpers import unique
 from kube_crds import GROUP, VERSION, networkfence
 
 KUBECTL = shutil.which("kubectl")

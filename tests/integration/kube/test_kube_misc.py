@@ -6,7 +6,7 @@ import time
 
 from kubernetes.client.rest import ApiException
 
-from conftest import unique
+from kube_helpers import unique
 
 
 def _raw(api_client, method, path, body=None, content_type="application/json"):

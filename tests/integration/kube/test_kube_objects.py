@@ -3,7 +3,7 @@
 import pytest
 from kubernetes.client.rest import ApiException
 
-from conftest import status_body, unique
+from kube_helpers import status_body, unique
 
 
 def _cm(name, data=None, labels=None):

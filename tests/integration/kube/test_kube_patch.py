@@ -5,7 +5,7 @@ import json
 import pytest
 from kubernetes.client.rest import ApiException
 
-from conftest import unique
+from kube_helpers import unique
 from kube_crds import GROUP, VERSION, networkfence
 
 MERGE = "application/merge-patch+json"

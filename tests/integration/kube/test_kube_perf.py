@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from conftest import REAL_CLUSTER, unique
+from kube_helpers import REAL_CLUSTER, unique
 from kube_crds import GROUP, VERSION, networkfence
 
 N = 1000

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import unique
+from kube_helpers import unique
 from kube_crds import GROUP, VERSION, networkfence
 
 

@@ -8,7 +8,7 @@ import pytest
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
-from conftest import unique
+from kube_helpers import unique
 from kube_crds import GROUP, VERSION, networkfence
 
 

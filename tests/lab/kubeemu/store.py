@@ -12,9 +12,7 @@ import json
 import queue
 import random
 import re
-import string
 import threading
-import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
