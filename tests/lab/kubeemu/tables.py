@@ -68,7 +68,8 @@ def _pod_ready(o):
 
 def _node_status(o):
     r = _cond(o, "Ready")
-    s = {"True": "Ready", "False": "NotReady"}.get(r, "Unknown")
+    # kubectl prints NotReady for a Ready condition of False *or* Unknown (a dead kubelet).
+    s = "Ready" if r == "True" else ("NotReady" if r else "Unknown")
     if _g(o, "spec", "unschedulable"):
         s += ",SchedulingDisabled"
     return s
