@@ -491,21 +491,33 @@ class CliBackend(_Base):
         out, err = self.run('ceph', command.argv + ['--format', 'json'], command.describe())
         return out, _last_line(err)
 
+    def run_image(self, spec, args, what):
+        """run('rbd', ...) for one image, with the same not-found wording as the bindings."""
+        try:
+            return self.run('rbd', args, what)
+        except CephNotFoundError as exc:
+            if 'error opening pool' in (exc.stderr or ''):
+                exc.msg = 'pool %r does not exist (image %s): %s' % (spec.pool, spec, exc.msg)
+            else:
+                exc.msg = 'image %s does not exist%s: %s' % (
+                    spec, ' (or namespace %r does not)' % spec.namespace if spec.namespace else '', exc.msg)
+            raise
+
     def inspect_image(self, spec, metadata=True):
         from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
-        out, _err = self.run('rbd', ['status', str(spec), '--format', 'json'], 'rbd status %s' % spec)
+        out, _err = self.run_image(spec, ['status', str(spec), '--format', 'json'], 'rbd status %s' % spec)
         status = json_document(out, 'rbd status %s' % spec, empty={})
         result = {'watchers': [dict(address=w['address'], client_id=int(w['client']), cookie=int(w['cookie']))
                                for w in status.get('watchers', [])]}
         if metadata:
-            out, _err = self.run('rbd', ['image-meta', 'list', str(spec), '--format', 'json'],
-                                 'rbd image-meta list %s' % spec)
+            out, _err = self.run_image(spec, ['image-meta', 'list', str(spec), '--format', 'json'],
+                                       'rbd image-meta list %s' % spec)
             result['metadata'] = json_document(out, 'rbd image-meta list %s' % spec, empty={})
         return result
 
     def image_locks(self, spec):
         from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
-        out, _err = self.run('rbd', ['lock', 'ls', str(spec), '--format', 'json'], 'rbd lock ls %s' % spec)
+        out, _err = self.run_image(spec, ['lock', 'ls', str(spec), '--format', 'json'], 'rbd lock ls %s' % spec)
         listed = json_document(out, 'rbd lock ls %s' % spec, empty=[])
         if not listed:
             return dict(exclusive=None, tag=None, lockers=[])
