@@ -281,6 +281,9 @@ class RadosBackend(_Base):
             'client_mount_timeout': str(s.timeout),
             'rados_mon_op_timeout': str(s.timeout),
             'rados_osd_op_timeout': str(s.timeout),
+            # librbd's break_lock() blocklists the locker itself by default (with its own expiry,
+            # which would also shorten ours): rbd_lock decides that explicitly (blocklist_locker).
+            'rbd_blocklist_on_break_lock': 'false',
         }
         if self.keyring:
             conf['keyring'] = self.keyring
@@ -462,6 +465,8 @@ class CliBackend(_Base):
             argv += ['--mon_host', s.mon_host]
         if tool == 'ceph':
             argv += ['--connect-timeout', str(s.timeout)]
+        else:
+            argv += ['--rbd_blocklist_on_break_lock', 'false']  # see RadosBackend.connect
         argv += ['--client_mount_timeout', str(s.timeout), '--rados_mon_op_timeout', str(s.timeout),
                  '--rados_osd_op_timeout', str(s.timeout)]
         return argv

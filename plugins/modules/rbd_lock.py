@@ -114,6 +114,10 @@ options:
         this module; RV(exclusive_lock_owners) gives the same owners from the lock list without it.
     type: bool
     default: false
+notes:
+  - librbd's own lock breaking (C(rbd lock rm)) blocklists the locker by default, with Ceph's default
+    expiry; this module turns that off (C(rbd_blocklist_on_break_lock=false)) so that
+    O(blocklist_locker) and O(blocklist_expire) alone decide.
 seealso:
   - module: volfence.csi.ceph_blocklist
   - module: volfence.csi.rbd_watchers
