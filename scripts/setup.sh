@@ -33,10 +33,11 @@ PIP_CACHE_DIR_ANSIBLE_TEST="${HOME}/.ansible/test/cache"
 # iproute2 (network namespaces), python3-pytest, fuse3; plus
 #   python3-venv: ensurepip for /usr/bin/python3.11, which ansible-test uses as the
 #                 Ceph-node target Python (scripts/ansible_test.sh, get_pip_offline.py)
-#   (package) shellcheck: without it ansible-test skips its "shellcheck" sanity test
+#   bindfs:       a real FUSE filesystem for the seed 002 (FUSE mount recovery) tests
+#   shellcheck: without it ansible-test skips its "shellcheck" sanity test
 #   git:          ansible_test.sh lists files with git
 APT_PACKAGES=(ceph-mon ceph-osd ceph-mgr ceph-common python3-rados python3-rbd iproute2
-              python3-pytest fuse3 python3-venv shellcheck git)
+              python3-pytest fuse3 bindfs python3-venv shellcheck git)
 
 LOG="$(mktemp "${TMPDIR:-/tmp}/volfence-setup.XXXXXX.log")"
 trap 'rm -f "$LOG"' EXIT

@@ -310,7 +310,9 @@ def write_node_wrappers(cfg):
     for name in cfg.nodes:
         path = os.path.join(cfg.bin_dir, "python-" + name)
         with open(path, "w") as handle:
-            handle.write("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n" % (cfg.netns(name), BINDINGS_PYTHON))
+            # nsenter --net, not `ip netns exec`: the latter also unshares the mount namespace,
+            # and node-side modules must see and change the node's real mount table.
+            handle.write("#!/bin/sh\nexec nsenter --net=/run/netns/%s %s \"$@\"\n" % (cfg.netns(name), BINDINGS_PYTHON))
         os.chmod(path, 0o755)
 
 

@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    # Which FUSE mounts of CSI volumes the node-side FUSE modules look at.
+    DOCUMENTATION = r'''
+options:
+  kubelet_dir:
+    description:
+      - kubelet's root directory on the node. Pod volumes are under C(<kubelet_dir>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount),
+        global staging mounts under C(<kubelet_dir>/plugins/kubernetes.io/csi/).
+    type: path
+    default: /var/lib/kubelet
+  drivers:
+    description:
+      - Only mounts of these CSI drivers (for example C(ch.ctrox.csi.s3-driver)), as named in kubelet's C(vol_data.json).
+      - Empty means every CSI driver.
+    type: list
+    elements: str
+    default: []
+  fstype_patterns:
+    description:
+      - Shell patterns of the filesystem types that count as FUSE.
+    type: list
+    elements: str
+    default: [fuse, fuse.*]
+'''

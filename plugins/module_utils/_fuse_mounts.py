@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""FUSE mounts of CSI volumes under kubelet's directory, and whether their daemon is alive.
+
+Private to volfence.csi. Seed 002: when a FUSE-based CSI node plugin (s3fs, geesefs, ...)
+restarts, the FUSE daemons it ran die with it and every pod mount reports
+"Transport endpoint is not connected" (ENOTCONN) until it is unmounted and mounted again.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import errno
+import fnmatch
+import json
+import os
+import re
+
+# The errors a FUSE mount gives once its daemon is gone.
+DEAD_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED)
+
+_POD_VOLUME = re.compile(r"^pods/(?P<uid>[0-9a-fA-F-]{8,})/volumes/kubernetes\.io~csi/(?P<volume>[^/]+)/mount$")
+_POD_DEVICE = re.compile(r"^pods/(?P<uid>[0-9a-fA-F-]{8,})/volumeDevices/kubernetes\.io~csi/(?P<volume>[^/]+)$")
+_GLOBAL = re.compile(r"^plugins/kubernetes\.io/csi/(?:pv/(?P<pv>[^/]+)/globalmount|(?P<driver>[^/]+)/(?P<hash>[0-9a-f]{64})/globalmount)$")
+
+
+def unescape_mount_field(field):
+    r"""mountinfo escapes space, tab, newline and backslash as \040, \011, \012, \134."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text):
+    """Entries of /proc/<pid>/mountinfo: mount point, filesystem type and source."""
+    mounts = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        fields = left.split()
+        tail = right.split()
+        if len(fields) < 5 or len(tail) < 2:
+            continue
+        mounts.append({
+            "mount_id": int(fields[0]),
+            "mount_point": unescape_mount_field(fields[4]),
+            "fstype": tail[0],
+            "source": unescape_mount_field(tail[1]),
+        })
+    return mounts
+
+
+def is_fuse(fstype, patterns):
+    return any(fnmatch.fnmatchcase(fstype, p) for p in patterns)
+
+
+def classify(path, kubelet_dir):
+    """Where a mount point sits in kubelet's tree: a pod's volume, or a global staging mount.
+
+    Returns None for paths outside kubelet's CSI directories."""
+    root = kubelet_dir.rstrip("/") + "/"
+    if not path.startswith(root):
+        return None
+    rel = path[len(root):]
+    match = _POD_VOLUME.match(rel) or _POD_DEVICE.match(rel)
+    if match:
+        return {"kind": "pod", "pod_uid": match.group("uid"), "volume": match.group("volume")}
+    match = _GLOBAL.match(rel)
+    if match:
+        return {"kind": "global", "pod_uid": None, "volume": match.group("pv"),
+                "driver": match.group("driver")}
+    return None
+
+
+def read_vol_data(path):
+    """kubelet's vol_data.json beside a pod volume's mount dir names the driver and handle."""
+    try:
+        with open(os.path.join(os.path.dirname(path), "vol_data.json")) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return {}
+
+
+def probe(path, stat=os.stat):
+    """(healthy, errno, error text) of a mount point: a dead FUSE daemon fails stat()."""
+    try:
+        stat(path)
+    except OSError as exc:
+        return exc.errno not in DEAD_ERRNOS, exc.errno, os.strerror(exc.errno) if exc.errno else str(exc)
+    return True, None, None
+
+
+def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, drivers=None, fstype_patterns=("fuse", "fuse.*"),
+                         stat=os.stat, vol_data=read_vol_data):
+    """Every FUSE mount of a CSI volume under kubelet_dir, with its health.
+
+    drivers: keep only these CSI drivers (empty keeps all; a mount whose driver cannot be
+    told is kept only when no driver filter is given)."""
+    found = []
+    seen = set()
+    for mount in parse_mountinfo(mountinfo_text):
+        if not is_fuse(mount["fstype"], fstype_patterns):
+            continue
+        where = classify(mount["mount_point"], kubelet_dir)
+        if where is None or mount["mount_point"] in seen:
+            continue
+        seen.add(mount["mount_point"])
+        data = vol_data(mount["mount_point"]) if where["kind"] == "pod" else {}
+        driver = data.get("driverName") or where.get("driver")
+        if drivers and driver not in drivers:
+            continue
+        healthy, err_no, error = probe(mount["mount_point"], stat=stat)
+        found.append({
+            "path": mount["mount_point"],
+            "fstype": mount["fstype"],
+            "source": mount["source"],
+            "kind": where["kind"],
+            "pod_uid": where["pod_uid"],
+            "volume": data.get("specVolID") or where["volume"],
+            "volume_handle": data.get("volumeHandle"),
+            "driver": driver,
+            "healthy": healthy,
+            "errno": err_no,
+            "error": error,
+        })
+    return found
+
+
+def summarize(mounts):
+    broken = [m for m in mounts if not m["healthy"]]
+    return {
+        "total": len(mounts),
+        "broken": len(broken),
+        "pod_uids": sorted(set(m["pod_uid"] for m in broken if m["pod_uid"])),
+    }

@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Argument spec and node access shared by the FUSE mount modules (private to volfence.csi)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+FUSE_ARGUMENT_SPEC = dict(
+    kubelet_dir=dict(type="path", default="/var/lib/kubelet"),
+    drivers=dict(type="list", elements="str", default=[]),
+    fstype_patterns=dict(type="list", elements="str", default=["fuse", "fuse.*"]),
+)
+
+
+def read_mountinfo(module, path="/proc/self/mountinfo"):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot read %s: %s" % (path, exc))
+
+
+def lazy_unmount(module, path):
+    """umount -l: detaches a dead FUSE mount at once, even while processes still hold it."""
+    umount = module.get_bin_path("umount", required=True)
+    rc, out, err = module.run_command([umount, "-l", path])
+    return {"path": path, "rc": rc, "stdout": out, "stderr": err}
