@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Benchmark the Ceph modules' code paths against the lab (needs `lab.py up` and the bindings).
+
+    /usr/bin/python3 scripts/bench_ceph.py [--baseline-sample 20] [--images 1000]
+
+1. Fencing a /24 (254 hosts), side by side in one run:
+   - range mode: one `osd blocklist range add` (ceph_blocklist, cidr_mode=range);
+   - parallel per-address mode: 254 adds from a bounded thread pool over ONE librados
+     connection (ceph_blocklist, cidr_mode=addresses);
+   - the sequential baseline ceph-csi falls back to: one `ceph osd blocklist add` process per
+     address, one after the other. It is sampled (--baseline-sample addresses, then
+     extrapolated to 254; the output says so) to keep the run short.
+2. Watcher audit of --images images: rbd_watchers' path (one connection, read-only opens,
+   watchers and metadata) vs one `rbd status` process per image, in sequence.
+
+The modules' own code (module_utils) is timed, with the connection set-up and the reads that
+the modules do (blocklist, daemon maps) included; Ansible's start-up is not. The CIDR fenced is
+198.51.100.0/24 (TEST-NET-2): a blocklist entry is only an OSD map record, no packet is sent to
+it. Only what the benchmark added is removed afterwards (its entries, its images).
+
+Results: .cache/bench/ceph.json and a table on stdout. Exit status 1 when a goal is missed.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
+
+CIDR = "198.51.100.0/24"
+GOALS = {"fence_speedup": 50.0, "fence_range_seconds": 2.0, "audit_speedup": 5.0, "audit_seconds": 5.0}
+
+
+def lab_env():
+    lab_dir = os.environ.get("LAB_DIR") or os.path.join(REPO, ".lab")
+    path = os.path.join(lab_dir, "env")
+    if not os.path.exists(path):
+        sys.exit("bench_ceph: no lab at %s: start it with `make lab-up`" % lab_dir)
+    env = {}
+    with open(path) as handle:
+        for line in handle:
+            match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
+            if match:
+                env[match.group(1)] = match.group(2).strip("'")
+    return env
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline-sample", type=int, default=20,
+                        help="addresses added one process each for the sequential baseline (extrapolated to 254)")
+    parser.add_argument("--images", type=int, default=1000, help="images in the watcher audit")
+    parser.add_argument("--audit-baseline-sample", type=int, default=0,
+                        help="time `rbd status` on this many images and extrapolate (0: all of them)")
+    parser.add_argument("--workers", type=int, default=64, help="parallel per-address blocklist adds")
+    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "ceph.json"))
+    args = parser.parse_args(argv)
+
+    try:
+        import rados  # noqa: F401  pylint: disable=unused-import
+        import rbd
+    except ImportError as exc:
+        sys.exit("bench_ceph: needs the rados/rbd bindings (run it with /usr/bin/python3): %s" % exc)
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, parse_image_spec
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import ensure_blocklist
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import image_report
+
+    env = lab_env()
+    params = dict(cluster="ceph", conf=env["CEPH_CONF"], keyring=env["CEPH_KEYRING"], key=None,
+                  user=env["CEPH_USER"], mon_host=None, timeout=60, backend="rados", command_prefix=None)
+    ceph_cli = ["ceph", "-c", env["CEPH_CONF"], "-k", env["CEPH_KEYRING"], "-n", "client." + env["CEPH_USER"]]
+    rbd_cli = ["rbd", "-c", env["CEPH_CONF"], "-k", env["CEPH_KEYRING"], "-n", "client." + env["CEPH_USER"]]
+    cli_env = dict(os.environ)
+    cli_env.pop("CEPH_ARGS", None)
+    results = {"cidr": CIDR, "hosts": 254, "notes": []}
+
+    def lift():
+        with connect(params) as client:
+            ensure_blocklist(client, "absent", cidrs=[CIDR])
+
+    # ------------------------------------------------------------------ 1. fencing a /24
+    lift()
+    started = time.time()
+    with connect(params) as client:
+        out = ensure_blocklist(client, "present", cidrs=[CIDR], cidr_mode="range", expire=600)
+    results["fence_range_seconds"] = round(time.time() - started, 3)
+    assert out["cidr_mode"] == "range" and len(out["actions"]) == 1, out
+    lift()
+
+    started = time.time()
+    with connect(params) as client:
+        out = ensure_blocklist(client, "present", cidrs=[CIDR], cidr_mode="addresses", expire=600,
+                               workers=args.workers)
+    results["fence_parallel_seconds"] = round(time.time() - started, 3)
+    results["fence_parallel_workers"] = args.workers
+    assert len(out["actions"]) == 254 and not out["failed_actions"], out["failed_actions"]
+    lift()
+
+    sample = max(1, min(args.baseline_sample, 254))
+    started = time.time()
+    for host in range(1, sample + 1):
+        subprocess.run(ceph_cli + ["osd", "blocklist", "add", "198.51.100.%d" % host, "600"], env=cli_env,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sampled = time.time() - started
+    results["fence_sequential_sampled_addresses"] = sample
+    results["fence_sequential_sampled_seconds"] = round(sampled, 3)
+    results["fence_sequential_seconds"] = round(sampled / sample * 254, 3)
+    results["fence_sequential_extrapolated"] = sample < 254
+    if sample < 254:
+        results["notes"].append("sequential fence baseline: %d addresses timed, extrapolated to 254" % sample)
+    lift()
+    results["fence_speedup_parallel"] = round(results["fence_sequential_seconds"] / results["fence_parallel_seconds"], 1)
+    results["fence_speedup_range"] = round(results["fence_sequential_seconds"] / results["fence_range_seconds"], 1)
+
+    # ------------------------------------------------------------------ 2. watcher audit
+    prefix = "bench-%s" % uuid.uuid4().hex[:6]
+    names = ["%s-%04d" % (prefix, i) for i in range(args.images)]
+    lab_py = [sys.executable, os.path.join(REPO, "tests", "lab", "lab.py")]
+    lab_env_vars = dict(os.environ, LAB_DIR=env["LAB_DIR"], LAB_PREFIX=env["LAB_PREFIX"], LAB_SLOT=env["LAB_SLOT"],
+                        LAB_NODES=env["LAB_NODES"])
+    with connect(params) as client:
+        ioctx = client.cluster.open_ioctx(env.get("CEPH_POOL", "rbd"))
+        creator = rbd.RBD()
+        client.run_parallel(lambda name: creator.create(ioctx, name, 4 * 1024 * 1024), names, 16)
+        held = names[:3]
+        try:
+            for name in held:
+                subprocess.run(lab_py + ["hold", "node-b", "%s/%s" % (env.get("CEPH_POOL", "rbd"), name)],
+                               env=lab_env_vars, check=True, stdout=subprocess.DEVNULL)
+            specs = [parse_image_spec("%s/%s" % (env.get("CEPH_POOL", "rbd"), n)) for n in names]
+
+            started = time.time()
+            with connect(params) as auditor:
+                inspected = auditor.inspect_images(specs, metadata=True, workers=16)
+            reports = [image_report(spec, raw) for spec, raw, error in inspected if error is None]
+            results["audit_module_seconds"] = round(time.time() - started, 3)
+            assert len(reports) == len(specs), [e for _s, _r, e in inspected if e][:3]
+            results["audit_images"] = len(specs)
+            results["audit_in_use"] = sum(1 for r in reports if r["in_use"])
+            assert results["audit_in_use"] == len(held), results["audit_in_use"]
+
+            timed = specs if not args.audit_baseline_sample else specs[:args.audit_baseline_sample]
+            started = time.time()
+            for spec in timed:
+                subprocess.run(rbd_cli + ["status", str(spec), "--format", "json"], env=cli_env, check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            elapsed = time.time() - started
+            results["audit_cli_sampled_images"] = len(timed)
+            results["audit_cli_seconds"] = round(elapsed / len(timed) * len(specs), 3)
+            if len(timed) < len(specs):
+                results["notes"].append("rbd status baseline: %d images timed, extrapolated to %d"
+                                        % (len(timed), len(specs)))
+            results["audit_speedup"] = round(results["audit_cli_seconds"] / results["audit_module_seconds"], 1)
+        finally:
+            for name in held:
+                subprocess.run(lab_py + ["release", "node-b", "%s/%s" % (env.get("CEPH_POOL", "rbd"), name)],
+                               env=lab_env_vars, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # A released holder's watch lingers until it times out: retry removals for a while.
+            pending = list(names)
+            deadline = time.time() + 90
+            while pending and time.time() < deadline:
+                failed = []
+                for name, _result, error in client.run_parallel(
+                        lambda n: _remove(rbd, creator, ioctx, n), pending, 16):
+                    if error is not None or _result is False:
+                        failed.append(name)
+                pending = failed
+                if pending:
+                    time.sleep(2)
+            if pending:
+                results["notes"].append("%d bench images could not be removed: %s..." % (len(pending), pending[:3]))
+            ioctx.close()
+
+    results["goals"] = GOALS
+    results["pass"] = {
+        "fence_speedup": results["fence_speedup_parallel"] >= GOALS["fence_speedup"],
+        "fence_range_seconds": results["fence_range_seconds"] <= GOALS["fence_range_seconds"],
+        "audit_speedup": results["audit_speedup"] >= GOALS["audit_speedup"],
+        "audit_seconds": results["audit_module_seconds"] <= GOALS["audit_seconds"],
+    }
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output, "w") as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    print_table(results, args.output)
+    return 0 if all(results["pass"].values()) else 1
+
+
+def _remove(rbd, creator, ioctx, name):
+    try:
+        creator.remove(ioctx, name)
+    except rbd.ImageNotFound:
+        return True
+    except rbd.ImageBusy:
+        return False
+    return True
+
+
+def print_table(r, output):
+    ok = lambda key: "ok" if r["pass"][key] else "MISSED"  # noqa: E731
+    seq = "%.1f s%s" % (r["fence_sequential_seconds"], " (%d timed, extrapolated)" % r[
+        "fence_sequential_sampled_addresses"] if r["fence_sequential_extrapolated"] else "")
+    rows = [
+        ("fence %s (254 hosts)" % r["cidr"], "", "", ""),
+        ("  range mode (1 command)", "%.2f s" % r["fence_range_seconds"], "%.0fx" % r["fence_speedup_range"],
+         "<= 2 s: %s" % ok("fence_range_seconds")),
+        ("  parallel per-address (%d workers, 1 conn)" % r["fence_parallel_workers"],
+         "%.2f s" % r["fence_parallel_seconds"], "%.0fx" % r["fence_speedup_parallel"],
+         ">= 50x: %s" % ok("fence_speedup")),
+        ("  sequential `ceph osd blocklist add` x254", seq, "1x", "baseline"),
+        ("watcher audit, %d images (%d in use)" % (r["audit_images"], r["audit_in_use"]), "", "", ""),
+        ("  rbd_watchers (1 conn, read-only opens)", "%.2f s" % r["audit_module_seconds"],
+         "%.1fx" % r["audit_speedup"], ">= 5x, <= 5 s: %s/%s" % (ok("audit_speedup"), ok("audit_seconds"))),
+        ("  `rbd status` per image, in sequence", "%.1f s" % r["audit_cli_seconds"], "1x", "baseline"),
+    ]
+    width = max(len(row[0]) for row in rows)
+    print("%-*s  %12s  %7s  %s" % (width, "benchmark", "time", "speedup", "goal"))
+    for row in rows:
+        print("%-*s  %12s  %7s  %s" % (width, row[0], row[1], row[2], row[3]))
+    for note in r["notes"]:
+        print("note: " + note)
+    print("results: %s" % output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
