@@ -25,6 +25,7 @@ import os
 import random
 import signal
 import string
+import subprocess
 import sys
 import time
 
@@ -35,6 +36,8 @@ import lab as labmod  # noqa: E402
 from kubeclient import ApiError, KubeClient, server_from_kubeconfig  # noqa: E402
 
 LAB_DRIVER = "rbd.csi.ceph.com"
+# A FUSE-backed (s3fs-like) CSI driver for seed 002: the lab mounts its volumes with bindfs.
+FUSE_DRIVER = "ch.ctrox.csi.s3-driver"
 CSI_NAMESPACE = "ceph-csi"
 # Where the lab's node plugin records the address of the client that staged an image (ceph-csi
 # keeps per-image state in image metadata under its own prefix).
@@ -113,6 +116,23 @@ def pod_volumes(kube, pod):
     return out
 
 
+def mount_state(path):
+    """None when nothing is mounted at path, "alive" or "dead" (a FUSE daemon gone) otherwise."""
+    try:
+        with open("/proc/self/mountinfo") as handle:
+            mounted = any(line.split()[4] == path for line in handle if len(line.split()) > 4)
+    except OSError:
+        return None
+    if not mounted:
+        return None
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (107, 103):  # ENOTCONN, ECONNABORTED
+            return "dead"
+    return "alive"
+
+
 def volumes_intree(kube, pod):
     """(pvc, pv) pairs of a pod's volumes bound to in-tree rbd PersistentVolumes."""
     out = []
@@ -149,13 +169,44 @@ def post_event(kube, pod, reason, message, component, host=None, type_="Warning"
 # ----------------------------------------------------------------------------- node agent
 
 class NodeAgent(object):
-    """kubelet + ceph-csi node plugin of one simulated node."""
+    """kubelet + ceph-csi node plugin of one simulated node (and a FUSE CSI node plugin)."""
 
     def __init__(self, cfg, node, kube):
         self.cfg = cfg
         self.node = node
         self.kube = kube
         self.ip = cfg.node_ip(node)
+        self.kubelet_dir = labmod.kubelet_dir(cfg, node)
+
+    # --- FUSE CSI volumes (seed 002)
+    def fuse_mount_path(self, pod, pv):
+        return os.path.join(self.kubelet_dir, "pods", pod["metadata"]["uid"], "volumes", "kubernetes.io~csi",
+                            pv["metadata"]["name"], "mount")
+
+    def fuse_publish(self, pod, pv):
+        """NodePublishVolume of an s3fs-like driver: a FUSE daemon serves the bucket at the pod's path."""
+        path = self.fuse_mount_path(pod, pv)
+        if mount_state(path) is not None:
+            return
+        handle = pv["spec"]["csi"]["volumeHandle"]
+        bucket = os.path.join(self.cfg.dir, "s3", handle)
+        os.makedirs(bucket, exist_ok=True)
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(os.path.dirname(path), "vol_data.json"), "w") as out:
+            json.dump({"driverName": FUSE_DRIVER, "volumeHandle": handle, "specVolID": pv["metadata"]["name"],
+                       "nodeName": self.node}, out)
+        subprocess.run(["bindfs", bucket, path], check=True, timeout=20)
+
+    def fuse_teardown(self, pod, pv):
+        """kubelet's TearDown: it stats the mount point first, which fails on a dead FUSE mount."""
+        path = self.fuse_mount_path(pod, pv)
+        state = mount_state(path)
+        if state == "dead":
+            return 'UnmountVolume.TearDown failed for volume "%s" : stat %s: transport endpoint is not connected' % (
+                pv["metadata"]["name"], path)
+        if state == "alive":
+            subprocess.run(["umount", path], check=False, timeout=20)
+        return None
 
     def register(self):
         self.kube.apply("nodes", {
@@ -211,7 +262,7 @@ class NodeAgent(object):
     def set_pod_status(self, pod, phase, waiting_reason=None, message=None):
         containers = pod.get("spec", {}).get("containers", []) or [{"name": "main"}]
         t = stamp()
-        if phase == "Running":
+        if phase == "Running" and not waiting_reason:
             statuses = [{"name": c["name"], "ready": True, "restartCount": 0, "started": True,
                          "image": c.get("image", ""), "state": {"running": {"startedAt": t}}} for c in containers]
             conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": t},
@@ -230,7 +281,9 @@ class NodeAgent(object):
             return
         status = {"phase": phase, "hostIP": self.ip, "containerStatuses": statuses, "conditions": conditions,
                   "startTime": current.get("startTime") or t}
-        if phase == "Running":
+        if phase == "Running" and current.get("podIP"):
+            status["podIP"] = current["podIP"]
+        elif phase == "Running":
             status["podIP"] = "10.244.%d.%d" % (self.cfg.nodes.index(self.node) + 1, random.randint(2, 250))
         self.kube.patch("pods", pod["metadata"]["name"], {"status": status}, pod["metadata"]["namespace"],
                         subresource="status")
@@ -243,12 +296,18 @@ class NodeAgent(object):
             attrs = pv["spec"]["csi"].get("volumeAttributes", {})
             if pv["spec"]["csi"].get("driver", "").endswith(LAB_DRIVER) and attrs.get("imageName"):
                 images.append((pv, "%s/%s" % (attrs.get("pool", "rbd"), attrs["imageName"])))
+        fuse = [pv for _pvc, pv in volumes if pv["spec"]["csi"].get("driver") == FUSE_DRIVER]
         intree = []
         for _pvc, pv in volumes_intree(self.kube, pod):
             rbd = pv["spec"]["rbd"]
             intree.append((pv, "%s/%s" % (rbd.get("pool", "rbd"), rbd["image"])))
         if meta.get("deletionTimestamp"):
             # kubelet: stop containers, unmount, unstage, then remove the pod object.
+            for pv in fuse:
+                error = self.fuse_teardown(pod, pv)
+                if error:
+                    post_event(self.kube, pod, "FailedMount", error, "kubelet", self.node)
+                    return  # the pod stays Terminating until the dead mount is gone
             for _pv, image in images + intree:
                 others = [p for p in self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
                           if p["metadata"]["uid"] != meta["uid"] and image in json.dumps(p.get("spec", {}))]
@@ -257,7 +316,10 @@ class NodeAgent(object):
             self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
             return
         if pod.get("status", {}).get("phase") == "Running":
+            self.probe_fuse(pod, fuse)
             return
+        for pv in fuse:
+            self.fuse_publish(pod, pv)
         for pv, image in images:
             va = self.kube.find("volumeattachments",
                                 attachment_name(pv["spec"]["csi"]["volumeHandle"], pv["spec"]["csi"]["driver"], self.node))
@@ -285,6 +347,19 @@ class NodeAgent(object):
                            % (pv["metadata"]["name"], image.split("/")[-1]), "kubelet", self.node)
                 return
         self.set_pod_status(pod, "Running")
+
+    def probe_fuse(self, pod, fuse):
+        """The liveness probe of seed 002 (`ls` of the mount) fails once the FUSE daemon is gone."""
+        for pv in fuse:
+            path = self.fuse_mount_path(pod, pv)
+            if mount_state(path) == "dead":
+                mount_path = pod["spec"]["containers"][0].get("volumeMounts", [{}])[0].get("mountPath", path)
+                post_event(self.kube, pod, "Unhealthy", "Liveness probe failed: ls: cannot access '%s': "
+                           "Transport endpoint is not connected" % mount_path, "kubelet", self.node)
+                self.set_pod_status(pod, "Running", waiting_reason="CreateContainerError")
+                post_event(self.kube, pod, "Failed", 'Error: failed to generate container spec: failed to stat '
+                           '"%s": stat %s: transport endpoint is not connected' % (path, path), "kubelet", self.node)
+                return
 
     def run(self, stop):
         self.register()

@@ -352,6 +352,7 @@ def write_inventory(cfg):
             "          ansible_python_interpreter: %s" % json.dumps(os.path.join(cfg.bin_dir, "python-" + name)),
             "          lab_netns: %s" % cfg.netns(name),
             "          lab_node_ip: %s" % cfg.node_ip(name),
+            "          volfence_kubelet_dir: %s" % json.dumps(kubelet_dir(cfg, name)),
         ]
     with open(os.path.join(cfg.dir, "inventory.yml"), "w") as handle:
         handle.write("\n".join(out) + "\n")
@@ -489,6 +490,24 @@ def stop(cfg, name):
     return True
 
 
+def kubelet_dir(cfg, node):
+    """The node's kubelet root: FUSE CSI volumes (seed 002) are mounted under it."""
+    return os.path.join(cfg.dir, "nodes", node, "kubelet")
+
+
+def unmount_lab_mounts(cfg):
+    """Lazily unmount every mount under the lab folder (FUSE volumes, dead or alive)."""
+    try:
+        with open("/proc/self/mountinfo") as handle:
+            points = [line.split()[4] for line in handle if len(line.split()) > 4]
+    except OSError:
+        return 0
+    mine = [p for p in points if p.startswith(cfg.dir + "/")]
+    for point in sorted(mine, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return len(mine)
+
+
 def kubeconfig_path(cfg):
     return os.path.join(cfg.dir, "kubeconfig")
 
@@ -591,6 +610,7 @@ def down(cfg, quiet=False):
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    unmount_lab_mounts(cfg)
     network_down(cfg)
     if os.path.isdir(cfg.dir):
         run(["rm", "-rf", cfg.dir])

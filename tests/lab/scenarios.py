@@ -4,6 +4,8 @@
             ceph-csi's "rbd image <pool>/<image> is still being used".
   seed-001  a VolumeAttachment of a volume whose unique name <driver>^<handle> is 68 characters
             and starts with "csi-" (the pre-1.24 detach name collision).
+  seed-002  an s3fs-like FUSE CSI volume on node-b whose FUSE daemon dies with a node-plugin
+            restart: the pod's mount gives "Transport endpoint is not connected".
   seed-003  an in-tree rbd PV whose image carries kubelet_lock_magic_node-b, held from node-b;
             the pod on node-a is stuck with "rbd: image X is locked by other nodes".
 
@@ -11,12 +13,14 @@ Each builder returns a summary (names, images, node IPs) that tests and the demo
 """
 
 import json
+import os
+import signal
 import subprocess
 import time
 import uuid
 
 import lab as labmod
-from kubesim import LAB_DRIVER, CSI_NAMESPACE, attachment_name
+from kubesim import FUSE_DRIVER, LAB_DRIVER, CSI_NAMESPACE, attachment_name
 
 NAMESPACE = "default"
 
@@ -198,4 +202,70 @@ def seed_001(cfg, node="node-b"):
             "unique_name_length": len(unique), "pv": pv_name, "volumeattachment": name, "node": node}
 
 
-SCENARIOS = {"seed-000": seed_000, "seed-001": seed_001, "seed-003": seed_003}
+def restart_fuse_plugin(cfg, node):
+    """A FUSE CSI node plugin restart: every FUSE daemon it ran on the node dies."""
+    killed = []
+    root = labmod.kubelet_dir(cfg, node) + "/"
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                args = handle.read().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        if args and os.path.basename(args[0]) == "bindfs" and any(a.startswith(root) for a in args):
+            os.kill(int(entry), signal.SIGKILL)
+            killed.append(int(entry))
+    return killed
+
+
+def seed_002(cfg, node="node-b", app="csi-s3-test-nginx"):
+    kube = labmod.kube_client(cfg)
+    suffix = uuid.uuid4().hex[:5]
+    claim, name = "csi-s3-pvc-" + suffix, app + "-" + suffix
+    pv_name = "pvc-" + str(uuid.uuid4())
+    handle = "bucket-" + suffix
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": FUSE_DRIVER}, "spec": {"attachRequired": False}})
+    kube.create("persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": {"csi": {"driver": FUSE_DRIVER, "volumeHandle": handle,
+                         "volumeAttributes": {"mounter": "s3fs"}},
+                 "accessModes": ["ReadWriteMany"], "capacity": {"storage": "5Gi"},
+                 "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "csi-s3",
+                 "claimRef": {"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim}}})
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": NAMESPACE,
+                     "annotations": {"volume.beta.kubernetes.io/storage-provisioner": FUSE_DRIVER}},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "5Gi"}},
+                 "storageClassName": "csi-s3", "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound"}}, NAMESPACE, subresource="status")
+    kube.create("deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name},
+                     "annotations": {"lab.volfence.io/prefer-node": node}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{
+                                  "name": "nginx", "image": "nginx",
+                                  "livenessProbe": {"exec": {"command": ["ls", "/var/lib/www/html"]},
+                                                    "periodSeconds": 5, "failureThreshold": 3},
+                                  "volumeMounts": [{"mountPath": "/var/lib/www/html", "name": "webroot"}]}],
+                                  "volumes": [{"name": "webroot", "persistentVolumeClaim": {"claimName": claim}}]}}}},
+        NAMESPACE)
+    pod = wait("the pod to run on %s" % node, lambda: running_on(kube, name, node))[0]
+    mount = os.path.join(labmod.kubelet_dir(cfg, node), "pods", pod["metadata"]["uid"], "volumes",
+                         "kubernetes.io~csi", pv_name, "mount")
+    killed = restart_fuse_plugin(cfg, node)
+    event = wait("the liveness probe to fail",
+                 lambda: stuck_events(kube, pod["metadata"]["name"], "Transport endpoint is not connected"))[0]
+    return {"scenario": "seed-002", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
+            "driver": FUSE_DRIVER, "node": node, "pod": pod["metadata"]["name"], "pod_uid": pod["metadata"]["uid"],
+            "kubelet_dir": labmod.kubelet_dir(cfg, node), "mount": mount, "killed_daemons": len(killed),
+            "event": event["message"]}
+
+
+SCENARIOS = {"seed-000": seed_000, "seed-001": seed_001, "seed-002": seed_002, "seed-003": seed_003}

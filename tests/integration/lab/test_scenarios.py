@@ -165,3 +165,22 @@ def test_csi_addons_stand_in_fences_and_unfences(clean_lab, kube):
     finally:
         kube.delete("networkfences", "lab-fence-node-c")
     assert wait_until(lambda: kube.find("networkfences", "lab-fence-node-c") is None, timeout=10)
+
+
+def test_seed_002_dead_fuse_mount_blocks_teardown_until_unmounted(scenario, kube, lab):
+    state = scenario("seed-002")
+    assert "Transport endpoint is not connected" in state["event"] and state["killed_daemons"] == 1
+    with pytest.raises(OSError) as err:
+        os.stat(state["mount"])
+    assert err.value.errno == 107  # ENOTCONN
+    kube.delete("pods", state["pod"], "default")
+    # kubelet's TearDown stats the dead mount and fails: the pod stays Terminating.
+    assert wait_until(lambda: [e for e in kube.list("events", "default", field_selector="involvedObject.name=" + state["pod"])
+                               if e["message"].startswith("UnmountVolume.TearDown failed")], timeout=10)
+    assert pod(kube, state["pod"]) is not None
+    subprocess.run(["umount", "-l", state["mount"]], check=True)  # the manual fix of the seed
+    assert wait_until(lambda: pod(kube, state["pod"]) is None, timeout=10)
+    fresh = wait_until(lambda: [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
+                                if p["status"].get("phase") == "Running"
+                                and p["status"]["containerStatuses"][0]["state"].get("running")], timeout=15)
+    assert fresh and fresh[0]["metadata"]["uid"] != state["pod_uid"]
