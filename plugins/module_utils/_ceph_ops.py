@@ -164,7 +164,7 @@ def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cid
             raise CephError('the cluster refused `osd %s range add`; use cidr_mode=auto or addresses'
                             % current.naming)
         fallback = [a for a in plan_present(request, current.entries, False) if a not in done]
-        more_done, more_failed, _ = execute_actions(client, current.naming, fallback, expire, workers)
+        more_done, more_failed, _unsupported = execute_actions(client, current.naming, fallback, expire, workers)
         done += more_done
         failed += more_failed
         result['cidr_mode'] = 'addresses'

@@ -27,7 +27,7 @@ description:
     with more than O(max_addresses) addresses.
   - Uses C(osd blacklist) on clusters older than Pacific, which do not know C(osd blocklist).
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - volfence.csi.ceph
   - volfence.csi.attributes
@@ -250,8 +250,9 @@ def main():
         result = ensure_blocklist(client, p['state'], p['addresses'], p['cidrs'], p['expire'], p['cidr_mode'],
                                   p['max_addresses'], p['parallel'], module.check_mode)
     except BlocklistFailure as exc:
-        module.fail_json(backend=client.name, blocklist=exc.result['after'], **dict(_public(exc.result),
-                                                                                   **exc.fail_kwargs()))
+        details = _public(exc.result)
+        details.update(exc.fail_kwargs())
+        module.fail_json(backend=client.name, blocklist=exc.result['after'], **details)
     except CephError as exc:
         module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
     except ValueError as exc:

@@ -18,7 +18,7 @@ description:
     remaining.
   - Optionally keeps only the entries that concern some addresses or networks.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - volfence.csi.ceph
   - volfence.csi.attributes

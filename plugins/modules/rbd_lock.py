@@ -20,9 +20,9 @@ description:
     By default it first blocklists each locker's address (that exact client instance), because a broken
     lock alone does not stop the old client writing.
   - O(state=present) takes an advisory lock, exclusive or (with O(tag)) shared.
-  - O(state=list) (the default) only lists.
+  - Without O(state), it only lists.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - volfence.csi.ceph
   - volfence.csi.attributes
@@ -49,14 +49,13 @@ options:
     required: true
   state:
     description:
-      - V(list) only lists the locks.
+      - Without O(state), the module only lists the locks.
       - V(absent) breaks the locks matching O(lock_id), O(locker) and O(address) (all that are
         given must match; at least one is required), except those held from O(protect_addresses).
       - V(present) takes the lock O(lock_id). It is unchanged when a lock with that id and the
         same type (and tag) is already held; it fails when another lock is in the way.
     type: str
-    choices: [list, present, absent]
-    default: list
+    choices: [present, absent]
   lock_id:
     description:
       - With O(state=absent), an fnmatch pattern of lock ids, for example C(kubelet_lock_magic_*).
@@ -304,10 +303,11 @@ def take_lock(client, spec, locks, p, check_mode):
             'exclusive lock' if tag is None else 'shared lock with tag %r' % tag))
     others = locks if (tag is None or any(lock['exclusive'] or lock['tag'] != tag for lock in locks)) else []
     if others:
-        raise CephError('%s is locked by %s: break %s first (state=absent, after fencing the holder)' % (
-            spec, ', '.join('%s %r from %s%s' % (lock['locker'], lock['id'], lock['address'],
-                                                  ' (exclusive-lock feature)' if lock['managed'] else '')
-                            for lock in others), 'it' if len(others) == 1 else 'them'))
+        holders = ', '.join('%s %r from %s%s' % (lock['locker'], lock['id'], lock['address'],
+                                                 ' (exclusive-lock feature)' if lock['managed'] else '')
+                            for lock in others)
+        raise CephError('%s is locked by %s: break %s first (state=absent, after fencing the holder)'
+                        % (spec, holders, 'it' if len(others) == 1 else 'them'))
     if not check_mode:
         try:
             client.add_lock(spec, lock_id, tag)
@@ -329,7 +329,7 @@ def main():
             pool=dict(type='str', required=True),
             namespace=dict(type='str', default=''),
             image=dict(type='str', required=True),
-            state=dict(type='str', default='list', choices=['list', 'present', 'absent']),
+            state=dict(type='str', choices=['present', 'absent']),
             lock_id=dict(type='str'),
             locker=dict(type='str'),
             address=dict(type='list', elements='str', default=[]),

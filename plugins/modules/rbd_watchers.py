@@ -21,7 +21,7 @@ description:
     (ceph-csi with fencing enabled writes C(.rbd.csi.ceph.com/clientaddress/<volume id>/<node id>)).
   - Read-only, it never changes anything.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - volfence.csi.ceph
   - volfence.csi.attributes
@@ -56,7 +56,7 @@ options:
   exclude_addresses:
     description:
       - Watchers to leave out (IPs, CIDRs or C(ip:port/nonce)). They are listed under
-        RV(images[].excluded_watchers) and do not make an image O(in_use).
+        RV(images[].excluded_watchers) and do not make an image in use (RV(images[].in_use)).
     type: list
     elements: str
     default: []

@@ -78,7 +78,7 @@ def test_parse_real_blocklist_with_ranges():
 
 
 def test_plain_text_and_osd_dump_agree_with_json():
-    entries, _ = current()
+    entries, _ignored = current()
     from_json = sorted(e.entry for e in entries)
     assert sorted(e.entry for e in parse_blocklist_text(fixture('blocklist_ls.txt'))) == from_json
     assert sorted(e.entry for e in entries_from_osd_dump(fixture_json('osd_dump_blocklisted.json'))) == from_json
@@ -115,7 +115,7 @@ def test_unexpected_entries_are_parse_errors():
 
 
 def test_entry_info_has_iso_expiry_and_seconds_left():
-    entries, _ = current()
+    entries, _ignored = current()
     entry = [e for e in entries if e.is_range and e.network.version == 4][0]
     now = entry.until - datetime.timedelta(seconds=90, microseconds=500)
     info = entry_info(entry, now)
@@ -129,7 +129,7 @@ def test_entry_info_has_iso_expiry_and_seconds_left():
 
 
 def test_entry_matches_for_info_filtering():
-    entries, _ = current()
+    entries, _ignored = current()
     hits = [e.entry for e in entries if entry_matches(e, AddressMatcher([SUBNET + '.130']))]
     assert hits == ['cidr:%s.128:0/28' % SUBNET]
     hits = sorted(e.entry for e in entries if entry_matches(e, AddressMatcher([SUBNET + '.192/26'])))
@@ -194,7 +194,7 @@ def test_request_reports_every_bad_input_at_once():
 # ----------------------------------------------------------------------------- planning
 
 def test_plan_present_is_idempotent_against_the_real_list():
-    entries, _ = current()
+    entries, _ignored = current()
     request = Request([SUBNET + '.200', SUBNET + '.201:0/3271234567', SUBNET + '.9'],
                       [SUBNET + '.128/28', SUBNET + '.64/28'])
     actions = plan_present(request, entries, use_ranges=True)
@@ -223,7 +223,7 @@ def test_plan_present_ipv6_range_display_matches_ceph():
 
 
 def test_plan_absent_removes_plain_nonce_and_range_entries():
-    entries, _ = current()
+    entries, _ignored = current()
     actions, warnings = plan_absent(Request([SUBNET + '.201', '[fd00:231::6]:0/123'], []), entries)
     assert sorted(a.display for a in actions) == sorted([SUBNET + '.201:0/3271234567', '[fd00:231::6]:0/123'])
     assert all(a.op == 'rm' and not a.is_range for a in actions)
@@ -239,9 +239,9 @@ def test_plan_absent_removes_plain_nonce_and_range_entries():
 
 def test_plan_absent_with_an_explicit_nonce_removes_only_that_entry():
     entries = [parse_entry('10.0.0.5:0/0'), parse_entry('10.0.0.5:0/77'), parse_entry('10.0.0.5:0/78')]
-    actions, _ = plan_absent(Request(['10.0.0.5:0/77']), entries)
+    actions, _ignored = plan_absent(Request(['10.0.0.5:0/77']), entries)
     assert [a.target for a in actions] == ['10.0.0.5:0/77']
-    actions, _ = plan_absent(Request(['10.0.0.5']), entries)
+    actions, _ignored = plan_absent(Request(['10.0.0.5']), entries)
     assert sorted(a.target for a in actions) == ['10.0.0.5:0/0', '10.0.0.5:0/77', '10.0.0.5:0/78']
 
 

@@ -139,7 +139,10 @@ def locks_sample():
 
 def test_lock_filter_all_given_filters_must_match():
     locks = locks_sample()
-    pick = lambda **kw: [lk['id'] for lk in select_locks(locks, LockFilter(**kw))[0]]  # noqa: E731
+
+    def pick(**kw):
+        return [lk['id'] for lk in select_locks(locks, LockFilter(**kw))[0]]
+
     assert pick(lock_id='kubelet_lock_magic_*') == ['kubelet_lock_magic_node-b', 'kubelet_lock_magic_node-c']
     assert pick(lock_id='kubelet_lock_magic_*', address=['10.0.3.12']) == ['kubelet_lock_magic_node-b']
     assert pick(address='10.0.3.0/24') == ['kubelet_lock_magic_node-b', 'kubelet_lock_magic_node-c', 'other']

@@ -38,20 +38,20 @@ def run(module, args, monkeypatch, capsys, client, check=False, diff=False):
 
 def test_present_with_diff_then_idempotent(monkeypatch, capsys):
     cluster = FakeCluster()
-    out, _ = run(ceph_blocklist, dict(addresses=[NODES['node-b']], cidrs=['10.99.0.0/24'], expire=60),
-                 monkeypatch, capsys, cluster, diff=True)
+    out, _ignored = run(ceph_blocklist, dict(addresses=[NODES['node-b']], cidrs=['10.99.0.0/24'], expire=60),
+                        monkeypatch, capsys, cluster, diff=True)
     assert out['changed'] and out['backend'] == 'fake' and out['cidr_mode'] == 'range'
     assert out['diff'] == dict(before=dict(blocklist=[]),
                                after=dict(blocklist=['%s:0/0' % NODES['node-b'], 'cidr:10.99.0.0:0/24']))
     assert out['blocklist'] == out['diff']['after']['blocklist'] and cluster.closed
-    out, _ = run(ceph_blocklist, dict(addresses=[NODES['node-b']], cidrs=['10.99.0.0/24']), monkeypatch, capsys,
-                 cluster)
+    out, _ignored = run(ceph_blocklist, dict(addresses=[NODES['node-b']], cidrs=['10.99.0.0/24']), monkeypatch,
+                        capsys, cluster)
     assert not out['changed']
 
 
 def test_check_mode_changes_nothing(monkeypatch, capsys):
     cluster = FakeCluster()
-    out, _ = run(ceph_blocklist, dict(cidrs=['10.99.0.0/24']), monkeypatch, capsys, cluster, check=True)
+    out, _ignored = run(ceph_blocklist, dict(cidrs=['10.99.0.0/24']), monkeypatch, capsys, cluster, check=True)
     assert out['changed'] and out['blocklist'] == ['cidr:10.99.0.0:0/24'] and cluster.entries == {}
 
 
@@ -68,7 +68,7 @@ def test_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
 
 def test_refusing_the_monitor(monkeypatch, capsys):
     cluster = FakeCluster()
-    out, _ = run(ceph_blocklist, dict(addresses=[MON_IP]), monkeypatch, capsys, cluster)
+    out, _ignored = run(ceph_blocklist, dict(addresses=[MON_IP]), monkeypatch, capsys, cluster)
     assert out['failed'] and "cluster's own daemons" in out['msg'] and 'mon.a' in out['msg']
     assert cluster.changes() == []
 
@@ -88,10 +88,10 @@ def test_key_is_never_echoed(monkeypatch, capsys):
 
 def test_info_lists_entries_with_expiry_and_filters(monkeypatch, capsys):
     cluster = FakeCluster(entries=['10.0.3.12:0/0', '10.0.3.12:0/77', 'cidr:10.0.4.0:0/24'])
-    out, _ = run(ceph_blocklist_info, {}, monkeypatch, capsys, cluster)
+    out, _ignored = run(ceph_blocklist_info, {}, monkeypatch, capsys, cluster)
     assert out['count'] == out['total'] == 3 and out['range_supported'] and not out['changed']
     kinds = [(e['kind'], e['entry']) for e in out['entries']]
     assert kinds == [('address', '10.0.3.12:0/0'), ('address', '10.0.3.12:0/77'), ('range', 'cidr:10.0.4.0:0/24')]
     assert all(e['expires'].endswith('Z') and isinstance(e['expires_in'], int) for e in out['entries'])
-    out, _ = run(ceph_blocklist_info, dict(match=['10.0.4.9']), monkeypatch, capsys, cluster)
+    out, _ignored = run(ceph_blocklist_info, dict(match=['10.0.4.9']), monkeypatch, capsys, cluster)
     assert [e['cidr'] for e in out['entries']] == ['10.0.4.0/24'] and out['total'] == 3
