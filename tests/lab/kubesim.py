@@ -348,6 +348,22 @@ class NodeAgent(object):
                 return
         self.set_pod_status(pod, "Running")
 
+    def cleanup_orphans(self, pods):
+        """kubelet's orphaned-pod cleanup: unmount live volume mounts of pods no longer bound here
+        (force-deleted ones). A dead FUSE mount cannot be cleaned this way, as on a real node."""
+        live_uids = {p["metadata"]["uid"] for p in pods}
+        pods_dir = os.path.join(self.kubelet_dir, "pods")
+        if not os.path.isdir(pods_dir):
+            return
+        for uid in os.listdir(pods_dir):
+            if uid in live_uids:
+                continue
+            csi_dir = os.path.join(pods_dir, uid, "volumes", "kubernetes.io~csi")
+            for volume in os.listdir(csi_dir) if os.path.isdir(csi_dir) else []:
+                path = os.path.join(csi_dir, volume, "mount")
+                if mount_state(path) == "alive":
+                    subprocess.run(["umount", path], check=False, timeout=20)
+
     def probe_fuse(self, pod, fuse):
         """The liveness probe of seed 002 (`ls` of the mount) fails once the FUSE daemon is gone."""
         for pv in fuse:
@@ -369,11 +385,13 @@ class NodeAgent(object):
                 if time.time() - last_beat >= LabTimings.heartbeat:
                     self.heartbeat()
                     last_beat = time.time()
-                for pod in self.kube.list("pods", field_selector="spec.nodeName=" + self.node):
+                pods = self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
+                for pod in pods:
                     try:
                         self.sync_pod(pod)
-                    except (ApiError, labmod.LabError) as exc:
+                    except (ApiError, labmod.LabError, subprocess.SubprocessError) as exc:
                         log("agent %s: pod %s: %s" % (self.node, pod["metadata"]["name"], exc))
+                self.cleanup_orphans(pods)
             except Exception as exc:  # the agent must outlive API hiccups, like a kubelet
                 log("agent %s: %s" % (self.node, exc))
             time.sleep(LabTimings.loop)
