@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""The release checks of volfence.csi (issue 8), one function per step.
+
+Run by scripts/check_release.sh (all steps in order, a closing line `release: N passed, N failed`)
+and by test_release.py beside this file (one pytest test per step, so `make test` runs them).
+
+Steps, in order:
+  changelog       antsibull-changelog lint (fragments and changelogs/changelog.yaml); fragments exist
+  ansible-lint    ansible-lint with .ansible-lint (production profile, offline)
+  galaxy-build    ansible-galaxy collection build: nothing of .venv/.lab*/.cache/tests/output/...
+                  inside, every module and the EE metadata inside, size measured
+  galaxy-install  the tarball installs offline (--no-deps) into an empty collections path
+  module-docs     ansible-doc of every module, resolved from that installed copy
+  module-run      every module runs from the installed copy (ad hoc, argument validation), and
+                  ceph_blocklist_info refuses a missing keyring before contacting any cluster
+  ee-introspect   ansible-builder introspect on the installed copy (+ kubernetes.core): the
+                  collection's Python and bindep requirements are found, bindep selects the Ceph
+                  packages on rpm and dpkg platforms
+  ee-create       ansible-builder create on execution-environment.yml: the build context (Containerfile,
+                  galaxy requirements, the tarball) is complete and its collection file installs
+  docs            scripts/build_docs.sh --check: plugin docs render, lint clean, docs/modules current
+
+Everything runs offline, without a container engine, a Galaxy server or the lab. Commands that
+must see the built collection (and not the checkout) run in the work folder with an empty
+ansible.cfg and ANSIBLE_COLLECTIONS_PATH pointing at the installed copy only (the `ansible`
+package's collections, e.g. kubernetes.core, stay visible through the Python path).
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+VENV = os.environ.get("VOLFENCE_VENV", os.path.join(REPO, ".venv"))
+VENV_BIN = os.path.join(VENV, "bin")
+
+# Paths that must never be in the tarball (prefixes of member names).
+FORBIDDEN_IN_TARBALL = (".venv/", ".lab", ".cache/", "tests/output/", ".git/", "dist/", ".pytest_cache/",
+                        ".ansible/", ".ci/")
+# A tarball above this is a sign that something big got in (it is ~0.2 MiB at 0.1.0).
+MAX_TARBALL_BYTES = 5 * 1024 * 1024
+CEPH_SYSTEM_PACKAGES = ("ceph-common", "python3-rados", "python3-rbd")
+
+
+class StepFailed(Exception):
+    """A release check failed; the message says what and how to see more."""
+
+
+class StepNotCurrent(StepFailed):
+    """Generated or linted material is out of date (docs): fatal for a release, reported in `make test`."""
+
+
+def tail(text, lines=40):
+    text = (text or "").rstrip()
+    parts = text.splitlines()
+    return "\n".join(parts[-lines:]) if len(parts) > lines else text
+
+
+def requirement_name(line):
+    """'kubernetes>=24.2.0  # from collection x' -> 'kubernetes'; bindep 'ceph-common [platform:rpm]' -> 'ceph-common'."""
+    line = line.split("#", 1)[0].strip()
+    return re.split(r"[\s\[<>=!~;]", line, 1)[0].lower() if line else ""
+
+
+def read_yaml(path):
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+class Release(object):
+    """The release checks on one work folder (artifacts are built once and reused by later steps)."""
+
+    def __init__(self, work, verbose=False):
+        self.work = os.path.abspath(work)
+        self.verbose = verbose
+        os.makedirs(self.work, exist_ok=True)
+        self.galaxy = read_yaml(os.path.join(REPO, "galaxy.yml"))
+        self.namespace = self.galaxy["namespace"]
+        self.name = self.galaxy["name"]
+        self.version = str(self.galaxy["version"])
+        self.fqcn = "%s.%s" % (self.namespace, self.name)
+        self.tarball_name = "%s-%s-%s.tar.gz" % (self.namespace, self.name, self.version)
+        self.dist = os.path.join(self.work, "dist")
+        self.collections = os.path.join(self.work, "collections")
+        self.installed = os.path.join(self.collections, "ansible_collections", self.namespace, self.name)
+        self.cfg = os.path.join(self.work, "ansible.cfg")
+        if not os.path.exists(self.cfg):
+            with open(self.cfg, "w") as handle:
+                handle.write("[defaults]\n")
+
+    # ------------------------------------------------------------------ running tools
+
+    def tool(self, name):
+        path = os.path.join(VENV_BIN, name)
+        if not os.path.exists(path):
+            raise StepFailed("%s not found: run scripts/setup.sh (or `make setup`)" % path)
+        return path
+
+    def env(self, isolated=False, collections_path=None):
+        env = dict(os.environ)
+        env["PATH"] = VENV_BIN + os.pathsep + env.get("PATH", "")
+        env["ANSIBLE_NOCOLOR"] = "1"
+        env["NO_COLOR"] = "1"
+        env.pop("ANSIBLE_STDOUT_CALLBACK", None)
+        if isolated:
+            env["ANSIBLE_CONFIG"] = self.cfg
+            env["ANSIBLE_COLLECTIONS_PATH"] = collections_path or self.collections
+        return env
+
+    def run(self, cmd, cwd=None, isolated=False, env=None, timeout=300):
+        if self.verbose:
+            print("  $ %s" % " ".join(cmd), flush=True)
+        try:
+            proc = subprocess.run(cmd, cwd=cwd or (self.work if isolated else REPO),
+                                  env=env or self.env(isolated), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise StepFailed("%s: timed out after %d s" % (" ".join(cmd), timeout))
+        proc.output = (proc.stdout or "") + (proc.stderr or "")
+        return proc
+
+    def expect_ok(self, proc, what):
+        if proc.returncode != 0:
+            raise StepFailed("%s failed (rc=%d):\n%s" % (what, proc.returncode, tail(proc.output)))
+        return proc
+
+    # ------------------------------------------------------------------ shared artifacts
+
+    def tarball(self):
+        path = os.path.join(self.dist, self.tarball_name)
+        if not os.path.exists(path):
+            os.makedirs(self.dist, exist_ok=True)
+            self.expect_ok(self.run([self.tool("ansible-galaxy"), "collection", "build", "--force",
+                                     "--output-path", self.dist, REPO], isolated=True),
+                           "ansible-galaxy collection build")
+            if not os.path.exists(path):
+                raise StepFailed("ansible-galaxy collection build made no %s (dist: %s)"
+                                 % (self.tarball_name, os.listdir(self.dist)))
+        return path
+
+    def install(self):
+        manifest = os.path.join(self.installed, "MANIFEST.json")
+        if not os.path.exists(manifest):
+            tarball = self.tarball()
+            self.expect_ok(self.run([self.tool("ansible-galaxy"), "collection", "install", "--offline",
+                                     "--no-deps", "--force", "-p", self.collections, tarball], isolated=True),
+                           "ansible-galaxy collection install --offline --no-deps")
+            if not os.path.exists(manifest):
+                raise StepFailed("the install made no %s" % manifest)
+        return self.installed
+
+    def modules(self, root):
+        names = []
+        for path in sorted(glob.glob(os.path.join(root, "plugins", "modules", "*.py"))):
+            base = os.path.basename(path)[:-3]
+            if base != "__init__" and not base.startswith("_"):
+                names.append(base)
+        return names
+
+    # ------------------------------------------------------------------ steps
+
+    def step_changelog(self):
+        fragments = sorted(glob.glob(os.path.join(REPO, "changelogs", "fragments", "*.yml"))
+                           + glob.glob(os.path.join(REPO, "changelogs", "fragments", "*.yaml")))
+        if not fragments:
+            raise StepFailed("no changelog fragment in changelogs/fragments/")
+        tool = self.tool("antsibull-changelog")
+        proc = self.expect_ok(self.run([tool, "lint"]), "antsibull-changelog lint")
+        if proc.stdout.strip():
+            raise StepFailed("antsibull-changelog lint reported:\n%s" % tail(proc.stdout))
+        proc = self.expect_ok(self.run([tool, "lint-changelog-yaml", os.path.join("changelogs", "changelog.yaml")]),
+                              "antsibull-changelog lint-changelog-yaml")
+        if proc.stdout.strip():
+            raise StepFailed("antsibull-changelog lint-changelog-yaml reported:\n%s" % tail(proc.stdout))
+        return "%d fragments, lint clean" % len(fragments)
+
+    def step_ansible_lint(self):
+        # The playbooks name this collection's modules: let it resolve to the checkout, as
+        # `make setup`'s .cache/collections link does, even where that link does not exist yet.
+        tree = os.path.join(self.work, "checkout-collections")
+        link_dir = os.path.join(tree, "ansible_collections", self.namespace)
+        os.makedirs(link_dir, exist_ok=True)
+        link = os.path.join(link_dir, self.name)
+        if not os.path.islink(link):
+            os.symlink(REPO, link)
+        env = self.env()
+        env["ANSIBLE_COLLECTIONS_PATH"] = tree
+        proc = self.run([self.tool("ansible-lint"), "--nocolor"], env=env, timeout=600)
+        if proc.returncode != 0:
+            raise StepFailed("ansible-lint (rc=%d):\n%s" % (proc.returncode, tail(proc.output, 60)))
+        summary = [line for line in proc.output.splitlines() if line.startswith("Passed")]
+        return summary[-1] if summary else "passed"
+
+    def step_galaxy_build(self):
+        # Always a fresh build: this step checks the build itself.
+        if os.path.isdir(self.dist):
+            shutil.rmtree(self.dist)
+        if os.path.isdir(self.collections):
+            shutil.rmtree(self.collections)
+        started = time.time()
+        path = self.tarball()
+        elapsed = time.time() - started
+        with tarfile.open(path) as tar:
+            members = [m.name[2:] if m.name.startswith("./") else m.name for m in tar.getmembers()]
+            manifest = json.load(tar.extractfile("MANIFEST.json"))
+        bad = sorted(m for m in members
+                     if m.startswith(FORBIDDEN_IN_TARBALL) or "__pycache__" in m.split("/") or m.endswith(".pyc"))
+        if bad:
+            raise StepFailed("the tarball holds what galaxy.yml build_ignore should keep out: %s%s"
+                             % (", ".join(bad[:10]), " ..." if len(bad) > 10 else ""))
+        info = manifest["collection_info"]
+        if (info["namespace"], info["name"], info["version"]) != (self.namespace, self.name, self.version):
+            raise StepFailed("MANIFEST.json names %s.%s %s, galaxy.yml %s %s"
+                             % (info["namespace"], info["name"], info["version"], self.fqcn, self.version))
+        wanted = ["meta/runtime.yml", "meta/execution-environment.yml", "meta/ee-requirements.txt",
+                  "meta/ee-bindep.txt", "README.md"]
+        wanted += ["plugins/modules/%s.py" % m for m in self.modules(REPO)]
+        missing = [w for w in wanted if w not in members]
+        if missing:
+            raise StepFailed("missing from the tarball: %s" % ", ".join(missing))
+        size = os.path.getsize(path)
+        if size > MAX_TARBALL_BYTES:
+            raise StepFailed("the tarball is %d bytes (over %d): something big got in" % (size, MAX_TARBALL_BYTES))
+        files = len([m for m in members if not m.endswith("/")])
+        return "%s: %d bytes (%.0f KiB), %d entries, built in %.1f s" % (
+            self.tarball_name, size, size / 1024.0, files, elapsed)
+
+    def step_galaxy_install(self):
+        if os.path.isdir(self.collections):
+            shutil.rmtree(self.collections)
+        root = self.install()
+        manifest = json.load(open(os.path.join(root, "MANIFEST.json")))
+        version = manifest["collection_info"]["version"]
+        if version != self.version:
+            raise StepFailed("installed version %s, galaxy.yml %s" % (version, self.version))
+        proc = self.expect_ok(self.run([self.tool("ansible-galaxy"), "collection", "list", self.fqcn,
+                                        "--format", "json"], isolated=True), "ansible-galaxy collection list")
+        listed = json.loads(proc.stdout[proc.stdout.index("{"):])
+        where = [path for path, cols in listed.items() if self.fqcn in cols]
+        if where != [os.path.join(self.collections, "ansible_collections")]:
+            raise StepFailed("ansible-galaxy collection list finds %s in %s, expected only the clean path %s"
+                             % (self.fqcn, where, self.collections))
+        return "%s %s installed into an empty collections path (offline, --no-deps)" % (self.fqcn, version)
+
+    def step_module_docs(self):
+        root = self.install()
+        modules = self.modules(root)
+        if not modules:
+            raise StepFailed("the installed collection has no modules")
+        proc = self.expect_ok(self.run([self.tool("ansible-doc"), "-t", "module", "--list", "--json", self.fqcn],
+                                       isolated=True), "ansible-doc --list")
+        listed = sorted(k.split(".")[-1] for k in json.loads(proc.stdout))
+        if listed != modules:
+            raise StepFailed("ansible-doc --list %s gives %s, the collection has %s" % (self.fqcn, listed, modules))
+        problems = []
+        for module in modules:
+            proc = self.run([self.tool("ansible-doc"), "-t", "module", "--json", "%s.%s" % (self.fqcn, module)],
+                            isolated=True)
+            if proc.returncode != 0 or not proc.stdout.strip().startswith("{"):
+                problems.append("%s: ansible-doc rc=%d: %s" % (module, proc.returncode, tail(proc.output, 8)))
+                continue
+            doc = json.loads(proc.stdout)["%s.%s" % (self.fqcn, module)]["doc"]
+            if not doc.get("filename", "").startswith(root + os.sep):
+                problems.append("%s: documented from %s, not from the installed copy" % (module, doc.get("filename")))
+            if not doc.get("short_description"):
+                problems.append("%s: no short_description" % module)
+        if problems:
+            raise StepFailed("ansible-doc:\n" + "\n".join(problems))
+        return "%d modules documented from the installed copy: %s" % (len(modules), ", ".join(modules))
+
+    def adhoc(self, module, args, check=False):
+        cmd = [self.tool("ansible"), "localhost", "-m", "%s.%s" % (self.fqcn, module), "-a", json.dumps(args)]
+        if check:
+            cmd.append("--check")
+        env = self.env(isolated=True)
+        env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json",
+                   ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+        proc = self.run(cmd, isolated=True, env=env, timeout=120)
+        try:
+            data = json.loads(proc.stdout[proc.stdout.index("{"):])
+            result = data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        except (ValueError, KeyError, IndexError):
+            raise StepFailed("ansible -m %s printed no result (rc=%d):\n%s" % (module, proc.returncode, tail(proc.output)))
+        return proc.returncode, result
+
+    def step_module_run(self):
+        root = self.install()
+        modules = self.modules(root)
+        problems = []
+        validation = ("Unsupported parameters for (%s." % self.fqcn, "missing required arguments",
+                      "one of the following is required", "parameters are mutually exclusive",
+                      "parameters are required together")
+        for module in modules:
+            rc, result = self.adhoc(module, {"volfence_release_check": 1})
+            msg = result.get("msg", "")
+            # ansible-core 2.21 puts "exception": "(traceback unavailable)" in every failure;
+            # a crash (import error, exception) shows as MODULE FAILURE / module_stderr / a traceback.
+            if "MODULE FAILURE" in msg or result.get("module_stderr") or "Traceback" in str(result.get("exception")):
+                problems.append("%s: the module crashed: %s %s" % (module, msg, tail(result.get("module_stderr")
+                                                                                    or result.get("exception") or "", 8)))
+            elif rc != 2 or not result.get("failed") or not any(v in msg for v in validation):
+                problems.append("%s: expected an argument validation failure (rc 2), got rc=%d: %s" % (module, rc, msg))
+        checked = ["%d modules validate their arguments" % len(modules)]
+        if "ceph_blocklist_info" in modules:
+            keyring = os.path.join(self.work, "no-such.keyring")
+            rc, result = self.adhoc("ceph_blocklist_info", {"keyring": keyring}, check=True)
+            if rc != 2 or not result.get("failed") or keyring not in result.get("msg", ""):
+                problems.append("ceph_blocklist_info with a missing keyring: expected a failure naming %s, got rc=%d: %s"
+                                % (keyring, rc, result.get("msg")))
+            else:
+                checked.append("ceph_blocklist_info refuses a missing keyring (%s)" % result["msg"])
+        if problems:
+            raise StepFailed("modules run from the installed copy:\n" + "\n".join(problems))
+        return "; ".join(checked)
+
+    def kubernetes_core(self):
+        found = sorted(glob.glob(os.path.join(VENV, "lib", "python*", "site-packages", "ansible_collections",
+                                              "kubernetes", "core")))
+        return found[-1] if found else None
+
+    def step_ee_introspect(self):
+        root = self.install()
+        tree = os.path.join(self.work, "ee-tree")
+        if os.path.isdir(tree):
+            shutil.rmtree(tree)
+        links = {(self.namespace, self.name): root}
+        k8s = self.kubernetes_core()
+        if k8s:
+            links[("kubernetes", "core")] = k8s
+        for (namespace, name), target in links.items():
+            os.makedirs(os.path.join(tree, "ansible_collections", namespace), exist_ok=True)
+            os.symlink(target, os.path.join(tree, "ansible_collections", namespace, name))
+        pip_out = os.path.join(self.work, "ee-requirements.txt")
+        bindep_out = os.path.join(self.work, "ee-bindep.txt")
+        proc = self.expect_ok(self.run([self.tool("ansible-builder"), "introspect", tree, "--write-pip", pip_out,
+                                        "--write-bindep", bindep_out]), "ansible-builder introspect")
+        data = yaml.safe_load(proc.stdout) or {}
+        source = "# from collection %s" % self.fqcn
+        ours_py = sorted(requirement_name(l) for l in data.get("python") or [] if l.endswith(source))
+        ours_sys = sorted(requirement_name(l) for l in data.get("system") or [] if l.endswith(source))
+        with open(os.path.join(REPO, "meta", "ee-requirements.txt")) as handle:
+            want_py = sorted(n for n in (requirement_name(l) for l in handle) if n)
+        problems = []
+        if ours_py != want_py or not {"kubernetes", "jmespath"} <= set(ours_py):
+            problems.append("python requirements of %s: %s (meta/ee-requirements.txt: %s)" % (self.fqcn, ours_py, want_py))
+        if not set(CEPH_SYSTEM_PACKAGES) <= set(ours_sys):
+            problems.append("system requirements of %s: %s (want %s)" % (self.fqcn, ours_sys, CEPH_SYSTEM_PACKAGES))
+        if k8s and not any(l.endswith("# from collection kubernetes.core") for l in data.get("python") or []):
+            problems.append("kubernetes.core's requirements are missing: %s" % data.get("python"))
+        # What the EE's final stage installs: bindep on the combined file, per platform.
+        try:
+            from bindep.depends import Depends
+        except ImportError:
+            raise StepFailed("bindep is not installed in %s (it comes with ansible-builder)" % VENV)
+        with open(bindep_out) as handle:
+            depends = Depends(handle.read())
+        selected = {}
+        for label, profiles in (("rpm/Fedora", ["platform:rpm", "platform:redhat", "platform:fedora"]),
+                                ("rpm/CentOS", ["platform:rpm", "platform:redhat", "platform:centos"]),
+                                ("dpkg/Debian", ["platform:dpkg", "platform:debian"])):
+            packages = sorted(set(rule[0] for rule in depends.active_rules(profiles + ["default"])))
+            selected[label] = packages
+            if not set(CEPH_SYSTEM_PACKAGES) <= set(packages):
+                problems.append("bindep on %s selects %s, missing %s" % (
+                    label, packages, sorted(set(CEPH_SYSTEM_PACKAGES) - set(packages))))
+        if problems:
+            raise StepFailed("ansible-builder introspect:\n" + "\n".join(problems) + "\n--- output:\n" + proc.stdout)
+        return "python %s, system %s; bindep selects them on %s" % (
+            ", ".join(ours_py), ", ".join(ours_sys), ", ".join(sorted(selected)))
+
+    def step_ee_create(self):
+        definition = read_yaml(os.path.join(REPO, "execution-environment.yml"))
+        problems = []
+        if definition.get("version") != 3:
+            problems.append("execution-environment.yml: version %r, ansible-builder v3 wants 3" % definition.get("version"))
+        base_image = ((definition.get("images") or {}).get("base_image") or {}).get("name")
+        if not base_image:
+            problems.append("execution-environment.yml: no images.base_image.name")
+        deps = definition.get("dependencies") or {}
+        galaxy_cols = (deps.get("galaxy") or {}).get("collections") or []
+        by_name = dict((c.get("name"), c) for c in galaxy_cols)
+        want_k8s = (self.galaxy.get("dependencies") or {}).get("kubernetes.core")
+        if (by_name.get("kubernetes.core") or {}).get("version") != want_k8s:
+            problems.append("execution-environment.yml: kubernetes.core %r, galaxy.yml dependencies say %r"
+                            % ((by_name.get("kubernetes.core") or {}).get("version"), want_k8s))
+        files = [c for c in galaxy_cols if c.get("type") == "file"]
+        if [os.path.basename(c["name"]) for c in files] != [self.tarball_name]:
+            problems.append("execution-environment.yml: the collection file entry is %s, galaxy.yml version %s makes %s"
+                            % ([c["name"] for c in files], self.version, self.tarball_name))
+        sources = [f.get("src") for f in definition.get("additional_build_files") or []]
+        if "dist/%s" % self.tarball_name not in sources:
+            problems.append("execution-environment.yml: additional_build_files copies %s, not dist/%s"
+                            % (sources, self.tarball_name))
+        if problems:
+            raise StepFailed("\n".join(problems))
+
+        # The definition as it is used: beside a dist/ holding the tarball (a copy, to leave the
+        # checkout untouched).
+        tarball = self.tarball()
+        defdir = os.path.join(self.work, "ee-definition")
+        context = os.path.join(self.work, "ee-context")
+        for path in (defdir, context):
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+        os.makedirs(os.path.join(defdir, "dist"))
+        shutil.copy(os.path.join(REPO, "execution-environment.yml"), defdir)
+        shutil.copy(tarball, os.path.join(defdir, "dist"))
+        proc = self.expect_ok(self.run([self.tool("ansible-builder"), "create", "-f",
+                                        os.path.join(defdir, "execution-environment.yml"), "-c", context,
+                                        "--output-filename", "Containerfile"], cwd=defdir),
+                              "ansible-builder create")
+        if "No matches" in proc.output or "does not exist" in proc.output:
+            problems.append("ansible-builder create warned: %s" % tail(proc.output, 10))
+        with open(os.path.join(context, "Containerfile")) as handle:
+            containerfile = handle.read()
+        for needle in ('ARG EE_BASE_IMAGE="%s"' % base_image, "FROM $EE_BASE_IMAGE AS base",
+                       "ansible-galaxy collection install", "introspect.py introspect", "install-from-bindep",
+                       "LABEL ansible-execution-environment=true"):
+            if needle not in containerfile:
+                problems.append("Containerfile lacks %r" % needle)
+        build = os.path.join(context, "_build")
+        requirements = read_yaml(os.path.join(build, "requirements.yml")) or {}
+        names = [c.get("name") for c in requirements.get("collections") or []]
+        if "kubernetes.core" not in names:
+            problems.append("_build/requirements.yml lacks kubernetes.core: %s" % names)
+        # The galaxy stage runs `ansible-galaxy collection install -r requirements.yml` in /build
+        # (= _build): the file entry must be there and install (here offline, without kubernetes.core).
+        installed_version = None
+        for entry in requirements.get("collections") or []:
+            if entry.get("type") != "file":
+                continue
+            path = os.path.join(build, entry["name"])
+            if not os.path.exists(path):
+                problems.append("the galaxy stage would not find %s in the build context" % entry["name"])
+                continue
+            target = os.path.join(self.work, "ee-galaxy-stage")
+            if os.path.isdir(target):
+                shutil.rmtree(target)
+            proc = self.run([self.tool("ansible-galaxy"), "collection", "install", "--offline", "--no-deps",
+                             "-p", target, entry["name"]], cwd=build, isolated=True,
+                            env=dict(self.env(isolated=True, collections_path=target)))
+            manifest = os.path.join(target, "ansible_collections", self.namespace, self.name, "MANIFEST.json")
+            if proc.returncode != 0 or not os.path.exists(manifest):
+                problems.append("installing %s as the galaxy stage does failed (rc=%d): %s"
+                                % (entry["name"], proc.returncode, tail(proc.output, 10)))
+                continue
+            installed_version = json.load(open(manifest))["collection_info"]["version"]
+        if installed_version != self.version:
+            problems.append("the build context's collection file installs version %s, galaxy.yml is %s"
+                            % (installed_version, self.version))
+        if problems:
+            raise StepFailed("ansible-builder create:\n" + "\n".join(problems))
+        return "context with Containerfile (base %s), requirements.yml %s, %s installs as the galaxy stage does" % (
+            base_image, names, self.tarball_name)
+
+    def step_docs(self):
+        proc = self.run([os.path.join(REPO, "scripts", "build_docs.sh"), "--check"], timeout=300)
+        if proc.returncode == 3:
+            raise StepNotCurrent("plugin docs: %s" % tail(proc.output, 30))
+        self.expect_ok(proc, "scripts/build_docs.sh --check")
+        return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "docs current"
+
+
+# (step name, Release method): in the order scripts/check_release.sh runs them.
+STEPS = [
+    ("changelog", "step_changelog"),
+    ("ansible-lint", "step_ansible_lint"),
+    ("galaxy-build", "step_galaxy_build"),
+    ("galaxy-install", "step_galaxy_install"),
+    ("module-docs", "step_module_docs"),
+    ("module-run", "step_module_run"),
+    ("ee-introspect", "step_ee_introspect"),
+    ("ee-create", "step_ee_create"),
+    ("docs", "step_docs"),
+]
+STEP_NAMES = [name for name, _ in STEPS]
+
+
+def run_step(release, name):
+    """Run one step; returns its one-line summary or raises StepFailed."""
+    return getattr(release, dict(STEPS)[name])()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="check_release.sh", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--step", action="append", choices=STEP_NAMES, metavar="STEP",
+                        help="run only this step (repeatable): %s" % ", ".join(STEP_NAMES))
+    parser.add_argument("--work", help="work folder (default: a temporary one, removed at the end)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary work folder")
+    parser.add_argument("--list", action="store_true", help="list the steps and exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print the commands")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(STEP_NAMES))
+        return 0
+    names = [n for n in STEP_NAMES if n in (args.step or STEP_NAMES)]
+    work = args.work or tempfile.mkdtemp(prefix="volfence-release.")
+    release = Release(work, verbose=args.verbose)
+    passed = failed = 0
+    started = time.time()
+    try:
+        for name in names:
+            print("===== %s" % name, flush=True)
+            step_started = time.time()
+            try:
+                summary = run_step(release, name)
+            except StepFailed as exc:
+                failed += 1
+                print("FAILED %s (%.1f s)\n%s" % (name, time.time() - step_started, exc), flush=True)
+            else:
+                passed += 1
+                print("PASSED %s (%.1f s): %s" % (name, time.time() - step_started, summary), flush=True)
+    finally:
+        if args.work or args.keep:
+            print("work folder: %s" % work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print("===== %.0f s" % (time.time() - started))
+    print("release: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
