@@ -244,3 +244,19 @@ def test_ipv6_and_nonce_entries(clean_lab, lab_inventory, backend):
                                    cidrs=["fd00:231::/64"]))
     # fd00:231::/64 covers the /120 range and fd00:231::5 too: nothing is left
     assert removed["changed"] and len(removed["actions"]) == 4 and blocklist(lab) == []
+
+
+def test_break_without_fencing_leaves_the_blocklist_alone(clean_lab, lab_inventory, backend):
+    # librbd would blocklist the locker on its own when breaking a lock; the module turns that off
+    # so that blocklist_locker=false really means no fence.
+    lab = clean_lab
+    host, name = backend
+    image = lab.new_image("nofence")
+    lab.hold("node-c", image, lock_id="kubelet_lock_magic_node-c")
+    pool, image_name = image.split("/", 1)
+    broken = run_module(lab_inventory, host, "volfence.csi.rbd_lock",
+                        ceph_args(lab, name, pool=pool, image=image_name, state="absent", lock_id="kubelet_*",
+                                  blocklist_locker=False))
+    assert broken["changed"] and broken["blocklisted"] == [] and len(broken["broken"]) == 1
+    assert json.loads(lab.rbd("lock", "ls", image, "--format", "json")) == []
+    assert blocklist(lab) == []
