@@ -47,7 +47,8 @@ def main():
     parser.add_argument("--intree-lock", metavar="LOCK_ID",
                         help="act like the in-tree rbd plugin: refuse while another node's lock exists, "
                              "then take LOCK_ID (kubelet_lock_magic_<node>)")
-    parser.add_argument("--metadata-key", help="image metadata key to record this client's address in")
+    parser.add_argument("--metadata-key", help="image metadata key to record this client in")
+    parser.add_argument("--metadata-value", help="value to record (default: this client's address)")
     args = parser.parse_args()
 
     stop = []
@@ -80,7 +81,7 @@ def main():
             if not lockers.get("lockers"):
                 image.lock_exclusive(args.intree_lock)
         if args.metadata_key:
-            image.metadata_set(args.metadata_key, cluster.get_addrs())
+            image.metadata_set(args.metadata_key, args.metadata_value or cluster.get_addrs())
         if args.lock_id:
             if args.shared_tag:
                 image.lock_shared(args.lock_id, args.shared_tag)

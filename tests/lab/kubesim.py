@@ -39,9 +39,9 @@ LAB_DRIVER = "rbd.csi.ceph.com"
 # A FUSE-backed (s3fs-like) CSI driver for seed 002: the lab mounts its volumes with bindfs.
 FUSE_DRIVER = "ch.ctrox.csi.s3-driver"
 CSI_NAMESPACE = "ceph-csi"
-# Where the lab's node plugin records the address of the client that staged an image (ceph-csi
-# keeps per-image state in image metadata under its own prefix).
-CLIENT_ADDRESS_KEY = ".rbd.csi.ceph.com/node-client-address"
+# Where ceph-csi's node plugin records the node that staged an image, value the node's IP
+# (ceph-csi PRs #5429/#5828: ".rbd.csi.ceph.com/clientaddress/<volume id>/<node id>").
+CLIENT_ADDRESS_KEY = ".rbd.csi.ceph.com/clientaddress/%s/%s"
 FENCE_FINALIZER = "csiaddons.openshift.io/network-fence"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
@@ -250,11 +250,11 @@ class NodeAgent(object):
         except (OSError, ValueError):
             return None
 
-    def stage(self, image):
+    def stage(self, image, volume_handle):
         if self.staged(image):
             return {"staged": True}
         return labmod.hold(self.cfg, self.node, image, kind="stage", csi_stage=True,
-                           metadata_key=CLIENT_ADDRESS_KEY)
+                           metadata_key=CLIENT_ADDRESS_KEY % (volume_handle, self.node), metadata_value=self.ip)
 
     def unstage(self, image):
         labmod.release(self.cfg, self.node, image)
@@ -326,7 +326,7 @@ class NodeAgent(object):
             if not va or not va.get("status", {}).get("attached"):
                 self.set_pod_status(pod, "Pending")
                 return  # kubelet waits for the attach before MountDevice
-            result = self.stage(image)
+            result = self.stage(image, pv["spec"]["csi"]["volumeHandle"])
             if result.get("in_use"):
                 self.set_pod_status(pod, "Pending")
                 post_event(self.kube, pod, "FailedMount",

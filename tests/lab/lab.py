@@ -366,7 +366,7 @@ def holder_pidfile(cfg, node, image, kind):
 
 
 def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None, csi_stage=False,
-         metadata_key=None, intree_lock=None):
+         metadata_key=None, metadata_value=None, intree_lock=None):
     """Start a client on `node` that keeps `image` open read-write (a watcher) and, when asked,
     holds an advisory lock. Returns the holder's status (pid, client address).
 
@@ -391,7 +391,7 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None,
     if csi_stage:
         cmd.append("--csi-stage")
     if metadata_key:
-        cmd += ["--metadata-key", metadata_key]
+        cmd += ["--metadata-key", metadata_key] + (["--metadata-value", metadata_value] if metadata_value else [])
     if intree_lock:
         cmd += ["--intree-lock", intree_lock]
     log = open(pidfile[:-4] + ".log", "w")

@@ -1,0 +1,31 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose, table
+
+
+def diagnose_stuck_pods(pods, events=None, pvcs=None, pvs=None, volumeattachments=None, nodes=None,
+                        watchers=None, locks=None, git_version=None, threshold=120):
+    if not isinstance(pods, list):
+        raise AnsibleFilterError("diagnose_stuck_pods expects a list of Pod objects, got %s" % type(pods).__name__)
+    return diagnose(pods, events or [], pvcs or [], pvs or [], volumeattachments or [], nodes or [],
+                    watchers or {}, locks or {}, git_version, int(threshold))
+
+
+def diagnosis_table(diagnoses):
+    return table(diagnoses)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "diagnose_stuck_pods": diagnose_stuck_pods,
+            "diagnosis_table": diagnosis_table,
+        }

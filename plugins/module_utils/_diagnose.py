@@ -1,0 +1,261 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Which incident a stuck pod is in: the classification behind playbooks/diagnose.yml.
+
+Private to volfence.csi. Pure functions over what the playbook gathered (pods, events, PVCs,
+PVs, VolumeAttachments, nodes, RBD watchers and locks, the blocklist), so every rule is
+unit-tested without a cluster.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import datetime
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+    age_seconds,
+    node_addresses,
+    node_ready,
+    parse_kube_version,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import (
+    collision_version_affected,
+    has_attachment_name_shape,
+    unique_volume_name,
+)
+
+STUCK_REASONS = ("ContainerCreating", "CreateContainerError", "CreateContainerConfigError")
+
+INCIDENTS = {
+    "seed-000": "stale RBD watcher from another node (node died, its rbd client did not)",
+    "seed-001": "VolumeAttachment stuck on another node or attachment-name collision",
+    "seed-002": "FUSE mount dead: Transport endpoint is not connected",
+    "seed-003": "in-tree rbd lock held by another node",
+    "unknown": "no known incident matched",
+}
+
+PLAYBOOKS = {
+    "seed-000": "node_failover.yml",
+    "seed-001": "volumeattachment_cleanup.yml",
+    "seed-002": "fuse_mount_recovery.yml",
+    "seed-003": "rbd_lock_cleanup.yml",
+}
+
+
+
+
+def waiting_reason(pod):
+    for status in pod.get("status", {}).get("containerStatuses", []) or []:
+        waiting = (status.get("state") or {}).get("waiting")
+        if waiting:
+            return waiting.get("reason")
+    return None
+
+
+def is_stuck(pod, now, threshold):
+    """A pod waiting to start longer than threshold seconds (the symptoms of the four seeds)."""
+    meta = pod.get("metadata", {})
+    if meta.get("deletionTimestamp"):
+        return False
+    reason = waiting_reason(pod)
+    phase = pod.get("status", {}).get("phase")
+    if reason not in STUCK_REASONS and not (phase == "Pending" and pod.get("spec", {}).get("nodeName")):
+        return False
+    age = age_seconds(meta.get("creationTimestamp"), now)
+    return age is None or age >= threshold
+
+
+def node_of_ip(ip, nodes):
+    for node in nodes:
+        if any(str(addr) == ip for _type, addr in node_addresses(node)):
+            return node["metadata"]["name"]
+    return None
+
+
+def collision_affected(driver, handle, git_version):
+    """The seed 001 rule: a unique name of attachment-name shape on a cluster older than 1.24."""
+    shape = has_attachment_name_shape(unique_volume_name(driver or "", handle or ""))
+    return shape, shape and bool(collision_version_affected(parse_kube_version(git_version)))
+
+
+
+def address_ip(address):
+    """The IP of a Ceph client address: 10.0.0.5:0/123, [fd00::5]:0/1 or a bare IP."""
+    if address.startswith("["):
+        return address[1:address.index("]")]
+    if "/" not in address:
+        return address
+    return address.split("/")[0].rsplit(":", 1)[0]
+
+
+
+
+
+def pod_volumes(pod, pvcs, pvs):
+    """The PersistentVolumes a pod uses, with what the rules need of each."""
+    ns = pod["metadata"]["namespace"]
+    claims = dict(((c["metadata"]["namespace"], c["metadata"]["name"]), c) for c in pvcs)
+    by_name = dict((p["metadata"]["name"], p) for p in pvs)
+    out = []
+    for vol in pod.get("spec", {}).get("volumes", []) or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        pvc = claims.get((ns, claim)) if claim else None
+        pv = by_name.get((pvc or {}).get("spec", {}).get("volumeName"))
+        if not pv:
+            continue
+        spec = pv.get("spec", {})
+        item = {"pvc": claim, "pv": pv["metadata"]["name"], "kind": "other", "image": None,
+                "driver": None, "handle": None}
+        if spec.get("csi"):
+            csi = spec["csi"]
+            attrs = csi.get("volumeAttributes", {}) or {}
+            item.update(driver=csi.get("driver"), handle=csi.get("volumeHandle"), kind="csi")
+            if attrs.get("imageName"):
+                pool = attrs.get("pool", "rbd")
+                ns_part = attrs.get("radosNamespace")
+                item.update(kind="rbd-csi", image="/".join(p for p in (pool, ns_part, attrs["imageName"]) if p))
+        elif spec.get("rbd"):
+            item.update(kind="rbd-intree", image="%s/%s" % (spec["rbd"].get("pool", "rbd"), spec["rbd"]["image"]))
+        out.append(item)
+    return out
+
+
+def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
+                 now=None, threshold=0):
+    """Diagnose one pod. watchers / locks: {"pool/image": [...]} as rbd_watchers / rbd_lock return."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    watchers = watchers or {}
+    locks = locks or {}
+    meta = pod["metadata"]
+    node = pod.get("spec", {}).get("nodeName")
+    messages = [e.get("message", "") for e in events
+                if (e.get("involvedObject") or {}).get("uid") in (None, meta.get("uid"))
+                and (e.get("involvedObject") or {}).get("name") == meta["name"]]
+    volumes = pod_volumes(pod, pvcs, pvs)
+    evidence = []
+    incident = "unknown"
+    target = {}
+
+    def seen(fragment):
+        return [m for m in messages if fragment.lower() in m.lower()]
+
+    # seed 002: a dead FUSE mount
+    if seen("transport endpoint is not connected"):
+        incident = "seed-002"
+        evidence += seen("transport endpoint is not connected")[:2]
+        target = {"target_nodes": [node] if node else []}
+
+    # seed 000: another node's client still watches the image
+    if incident == "unknown":
+        for vol in volumes:
+            if vol["kind"] != "rbd-csi":
+                continue
+            others = []
+            for watcher in watchers.get(vol["image"], []):
+                ip = watcher.get("ip") or address_ip(watcher.get("address", ""))
+                holder = watcher.get("node") or node_of_ip(ip, nodes)
+                if holder != node:
+                    others.append((watcher.get("address"), holder))
+            if others or seen("is still being used"):
+                incident = "seed-000"
+                evidence += seen("is still being used")[:1]
+                evidence += ["watcher %s on %s" % (addr, holder or "an unknown host") for addr, holder in others]
+                holders = sorted(set(h for _a, h in others if h))
+                target = {"failed_node": holders[0] if len(holders) == 1 else None,
+                          "watchers": [a for a, _h in others]}
+                break
+
+    # seed 003: an in-tree lock of another node
+    if incident == "unknown":
+        for vol in volumes:
+            if vol["kind"] != "rbd-intree":
+                continue
+            foreign = [lock for lock in locks.get(vol["image"], [])
+                       if lock.get("id", "").startswith("kubelet_lock_magic_")
+                       and lock["id"] != "kubelet_lock_magic_" + (node or "")]
+            if foreign or seen("is locked by other nodes"):
+                incident = "seed-003"
+                evidence += seen("is locked by other nodes")[:1]
+                evidence += ["lock %s held by %s from %s" % (l["id"], l.get("locker"), l.get("address")) for l in foreign]
+                target = {"image": vol["image"], "locks": [l["id"] for l in foreign]}
+                break
+
+    # seed 001: the volume is still attached elsewhere, or its attachment name collides
+    if incident == "unknown":
+        ready = dict((n["metadata"]["name"], node_ready(n)) for n in nodes)
+        for vol in volumes:
+            if vol["kind"] not in ("csi", "rbd-csi"):
+                continue
+            elsewhere = [va for va in vas if va.get("spec", {}).get("source", {}).get("persistentVolumeName") == vol["pv"]
+                         and va.get("spec", {}).get("nodeName") != node]
+            collision, affected = collision_affected(vol["driver"], vol["handle"], git_version)
+            if elsewhere or seen("Multi-Attach error") or affected:
+                incident = "seed-001"
+                evidence += seen("Multi-Attach error")[:1]
+                evidence += ["VolumeAttachment %s on %s (%s)" % (
+                    va["metadata"]["name"], va["spec"].get("nodeName"),
+                    "node Ready" if ready.get(va["spec"].get("nodeName")) else "node not Ready or gone")
+                    for va in elsewhere]
+                if collision:
+                    evidence.append("unique volume name %s^%s is 68 characters and starts with csi-%s" % (
+                        vol["driver"], vol["handle"],
+                        "; Kubernetes %s is affected" % git_version if affected else ""))
+                target = {"pv": vol["pv"], "volumeattachments": [va["metadata"]["name"] for va in elsewhere]}
+                break
+
+    age = age_seconds(meta.get("creationTimestamp"), now)
+    next_step = None
+    if incident in PLAYBOOKS:
+        extra = {"namespace": meta["namespace"], "pod": meta["name"]}
+        if incident == "seed-000":
+            extra = {"failed_node": target.get("failed_node")} if target.get("failed_node") else extra
+        elif incident == "seed-002":
+            extra = {"target_nodes": target.get("target_nodes"), "namespace": meta["namespace"]}
+        next_step = {"playbook": "volfence.csi." + PLAYBOOKS[incident].replace(".yml", ""),
+                     "file": "playbooks/" + PLAYBOOKS[incident], "extra_vars": extra}
+    return {
+        "namespace": meta["namespace"], "pod": meta["name"], "uid": meta.get("uid"), "node": node,
+        "age_seconds": int(age) if age is not None else None, "waiting_reason": waiting_reason(pod),
+        "incident": incident, "title": INCIDENTS[incident], "evidence": evidence,
+        "volumes": volumes, "target": target, "next": next_step,
+    }
+
+
+def diagnose(pods, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
+             threshold=120, now=None):
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    stuck = [p for p in pods if is_stuck(p, now, threshold)]
+    # A Running pod whose mount died (seed 002) is stuck too, whatever its phase.
+    for pod in pods:
+        if pod in stuck or pod["metadata"].get("deletionTimestamp"):
+            continue
+        name, uid = pod["metadata"]["name"], pod["metadata"].get("uid")
+        if any((e.get("involvedObject") or {}).get("name") == name
+               and (e.get("involvedObject") or {}).get("uid") in (None, uid)
+               and "transport endpoint is not connected" in e.get("message", "").lower() for e in events):
+            stuck.append(pod)
+    return [classify_pod(p, events, pvcs, pvs, vas, nodes, watchers, locks, git_version, now, threshold)
+            for p in sorted(stuck, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))]
+
+
+def table(diagnoses):
+    """A fixed-width table for a terminal or a job log."""
+    rows = [("NAMESPACE", "POD", "NODE", "AGE", "INCIDENT", "NEXT")]
+    for d in diagnoses:
+        nxt = d["next"]["file"] if d["next"] else "-"
+        if d["next"]:
+            nxt += " -e '" + " ".join("%s=%s" % (k, v if not isinstance(v, list) else ",".join(v))
+                                      for k, v in sorted(d["next"]["extra_vars"].items())) + "'"
+        rows.append((d["namespace"], d["pod"], d["node"] or "-",
+                     "%ss" % d["age_seconds"] if d["age_seconds"] is not None else "-", d["incident"], nxt))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(str(r[i]).ljust(widths[i]) for i in range(len(widths))) + "  " + r[-1] for r in rows]
+    for d in diagnoses:
+        lines.append("")
+        lines.append("%s/%s: %s" % (d["namespace"], d["pod"], d["title"]))
+        lines.extend("  - " + e for e in d["evidence"])
+    if not diagnoses:
+        lines.append("(no stuck pods)")
+    return lines
