@@ -1,0 +1,374 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: the Kubernetes layer the k8s modules share.
+
+This is the ONLY file of the collection that imports kubernetes.core or the ``kubernetes``
+Python library. Both imports are guarded: a module fails with a clear message when either is
+missing (``check_requirements``), instead of a traceback.
+
+What comes from kubernetes.core: the authentication options (``AUTH_ARG_SPEC``, documented by
+the ``kubernetes.core.k8s_auth_options`` fragment) and the client creation (``get_api_client``:
+kubeconfig file or dict, context, host, api_key, certificates, proxy, impersonation and the
+``K8S_AUTH_*`` environment variables, exactly as kubernetes.core modules resolve them).
+
+What this file adds: ``KubeApi``, plain JSON requests over the connection pool of that client
+(no model classes, no discovery), with per-request timeouts, bounded retries of reads, and
+errors that carry the HTTP status, the API's reason and message and the object concerned.
+The request/retry/error logic takes a transport callable, so unit tests drive it without a
+server.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import json
+import sys
+import time
+import traceback
+
+try:
+    from urllib.parse import quote, urlencode
+except ImportError:  # pragma: no cover (Python 2 is not supported, this keeps the import check quiet)
+    from urllib import quote, urlencode
+
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import describe, object_ref
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+    K8S_CORE_IMPORT_ERROR = None
+except ImportError:
+    AUTH_ARG_SPEC = None
+    get_api_client = None
+    CoreException = None
+    K8S_CORE_IMPORT_ERROR = traceback.format_exc()
+
+try:
+    # kubernetes.core >= 6.x: values of an inline kubeconfig dict that must not be logged
+    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import (
+        extract_sensitive_values_from_kubeconfig,
+    )
+except ImportError:
+    extract_sensitive_values_from_kubeconfig = None
+
+try:
+    import kubernetes  # noqa: F401  pylint: disable=unused-import
+    import urllib3
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:
+    urllib3 = None
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+USER_AGENT = 'volfence.csi/0.1.0'
+
+# The kubernetes.core authentication option names; used only to let a module start (and fail
+# with a clear message) when kubernetes.core itself cannot be imported.
+_AUTH_OPTION_NAMES = ('kubeconfig', 'context', 'host', 'api_key', 'username', 'password', 'validate_certs',
+                      'ca_cert', 'client_cert', 'client_key', 'proxy', 'no_proxy', 'proxy_headers',
+                      'persist_config', 'impersonate_user', 'impersonate_groups')
+_SECRET_AUTH_OPTIONS = ('api_key', 'password', 'proxy_headers')
+
+# Options of every volfence.csi k8s module besides kubernetes.core's (doc fragment volfence.csi.k8s).
+K8S_COMMON_SPEC = dict(
+    request_timeout=dict(type='int', default=30),
+    api_retries=dict(type='int', default=3),
+)
+
+
+def k8s_argument_spec(**extra):
+    """kubernetes.core's authentication options + the shared options + a module's own ones."""
+    if AUTH_ARG_SPEC is not None:
+        spec = copy.deepcopy(AUTH_ARG_SPEC)
+    else:
+        spec = dict((name, dict(type='raw', no_log=name in _SECRET_AUTH_OPTIONS)) for name in _AUTH_OPTION_NAMES)
+    spec.update(copy.deepcopy(K8S_COMMON_SPEC))
+    spec.update(extra)
+    return spec
+
+
+def check_requirements(module):
+    """Fail the module clearly when kubernetes.core or the kubernetes library is missing; keep the
+    secrets of an inline kubeconfig out of the logs."""
+    if K8S_CORE_IMPORT_ERROR is not None:
+        module.fail_json(msg='This module needs the kubernetes.core collection (6.x) on the controller: '
+                             'ansible-galaxy collection install "kubernetes.core:>=6.0.0,<7.0.0"',
+                         exception=K8S_CORE_IMPORT_ERROR)
+    if KUBERNETES_IMPORT_ERROR is not None:
+        module.fail_json(msg=missing_required_lib('kubernetes', reason='to talk to the Kubernetes API')
+                         + ' (interpreter: %s)' % sys.executable,
+                         exception=KUBERNETES_IMPORT_ERROR)
+    kubeconfig = module.params.get('kubeconfig')
+    if isinstance(kubeconfig, dict) and extract_sensitive_values_from_kubeconfig is not None:
+        module.no_log_values.update(extract_sensitive_values_from_kubeconfig(kubeconfig))
+    for name in ('request_timeout', 'api_retries'):
+        value = module.params.get(name)
+        if value is not None and value < (1 if name == 'request_timeout' else 0):
+            module.fail_json(msg='%s must be %s, got %s' % (
+                name, 'at least 1 second' if name == 'request_timeout' else 'zero or more', value))
+
+
+# --------------------------------------------------------------------------- errors
+
+class K8sError(Exception):
+    """A Kubernetes operation failed; carries what the user needs to see."""
+
+    def __init__(self, msg, status=None, reason=None, api_message=None, method=None, path=None, obj=None):
+        super(K8sError, self).__init__(msg)
+        self.msg = msg
+        self.status = status
+        self.reason = reason
+        self.api_message = api_message
+        self.method = method
+        self.path = path
+        self.obj = obj
+
+    def fail_kwargs(self):
+        """Keyword arguments for fail_json()."""
+        out = dict(msg=self.msg)
+        for name, key in (('status', 'status'), ('reason', 'reason'), ('api_message', 'api_message'),
+                          ('method', 'method'), ('path', 'path'), ('obj', 'object')):
+            value = getattr(self, name)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class K8sApiError(K8sError):
+    """The API server answered with an error status."""
+
+
+class K8sConnectionError(K8sError):
+    """No answer: connection refused or reset, TLS failure, timeout."""
+
+
+class K8sConfigError(K8sError):
+    """The client could not be configured (no kubeconfig, bad context, ...)."""
+
+
+class K8sNotInstalled(K8sError):
+    """An API group/resource (a CRD) is not served by the cluster."""
+
+
+class K8sRefused(K8sError):
+    """A safety rule or invalid input refused the request; nothing was changed."""
+
+
+class TransportError(Exception):
+    """Raised by a transport when no HTTP answer was received."""
+
+
+# Statuses worth retrying: the server is overloaded, restarting, or timed out internally.
+RETRYABLE_STATUSES = (429, 500, 502, 503, 504)
+
+
+def api_error(method, path, status, reason, data, what=None):
+    """A K8sApiError from an HTTP error answer; `what` is (kind, name[, namespace])."""
+    body = None
+    if data:
+        try:
+            body = json.loads(data.decode('utf-8') if isinstance(data, bytes) else data)
+        except (ValueError, UnicodeDecodeError):
+            body = None
+    api_reason = reason
+    api_message = None
+    if isinstance(body, dict) and body.get('kind') == 'Status':
+        api_reason = body.get('reason') or reason
+        api_message = body.get('message')
+    elif data:
+        text = data.decode('utf-8', 'replace') if isinstance(data, bytes) else str(data)
+        api_message = text.strip()[:500] or None
+    obj = object_ref(*what) if what else None
+    target = describe(*what) if what else path
+    verb = {'GET': 'read', 'POST': 'create', 'PUT': 'replace', 'PATCH': 'update', 'DELETE': 'delete'}.get(method,
+                                                                                                          method)
+    msg = 'Failed to %s %s: %s %s' % (verb, target, status, api_reason or '')
+    if api_message:
+        msg += ': %s' % api_message
+    return K8sApiError(msg.rstrip(), status=status, reason=api_reason, api_message=api_message, method=method,
+                       path=path, obj=obj)
+
+
+# --------------------------------------------------------------------------- the API
+
+class KubeApi(object):
+    """JSON requests to the API server with timeouts, bounded retries and clear errors.
+
+    `transport(method, path_and_query, body_bytes, headers, timeout)` returns
+    ``(status, reason, headers, data)`` or raises TransportError.
+    Reads (GET) are retried on 429/5xx and transport errors; writes are never retried here:
+    the callers re-read and decide (a write may have been applied before its answer was lost).
+    """
+
+    def __init__(self, transport, timeout=30, retries=3, sleep=time.sleep, backoff=0.5):
+        self.transport = transport
+        self.timeout = timeout
+        self.retries = retries
+        self.sleep = sleep
+        self.backoff = backoff
+        self.writes = 0     # write requests sent (for reports and tests)
+        self.requests = 0
+
+    # -- low level
+    def request(self, method, path, query=None, body=None, content_type='application/json', what=None,
+                retry=None, ok_statuses=()):
+        """The decoded JSON answer (a dict; {} for an empty body). Statuses in `ok_statuses` return
+        None instead of raising (e.g. 404 for "absent is fine")."""
+        if retry is None:
+            retry = method == 'GET'
+        url = path + ('?' + urlencode(query) if query else '')
+        data = None if body is None else json.dumps(body).encode('utf-8')
+        headers = {'Accept': 'application/json'}
+        if data is not None:
+            headers['Content-Type'] = content_type
+        attempts = 1 + (self.retries if retry else 0)
+        for attempt in range(attempts):
+            last = attempt + 1 >= attempts
+            self.requests += 1
+            if method != 'GET':
+                self.writes += 1
+            try:
+                status, reason, resp_headers, resp_data = self.transport(method, url, data, headers, self.timeout)
+            except TransportError as exc:
+                if not last:
+                    self.sleep(self.backoff * (2 ** attempt))
+                    continue
+                target = describe(*what) if what else path
+                raise K8sConnectionError('No answer from the Kubernetes API to %s %s (%s): %s' % (
+                    method, path, target, exc), method=method, path=path,
+                    obj=object_ref(*what) if what else None)
+            if 200 <= status < 300:
+                if not resp_data:
+                    return {}
+                try:
+                    return json.loads(resp_data.decode('utf-8') if isinstance(resp_data, bytes) else resp_data)
+                except ValueError:
+                    raise K8sApiError('The Kubernetes API answered %s %s with something that is not JSON' % (
+                        method, path), status=status, method=method, path=path)
+            if status in ok_statuses:
+                return None
+            if retry and not last and status in RETRYABLE_STATUSES:
+                self.sleep(_retry_after(resp_headers) or self.backoff * (2 ** attempt))
+                continue
+            raise api_error(method, path, status, reason, resp_data, what)
+
+    # -- conveniences
+    def get(self, path, what=None, missing_ok=False):
+        """The object, or None when it does not exist and `missing_ok`."""
+        return self.request('GET', path, what=what, ok_statuses=(404,) if missing_ok else ())
+
+    def list(self, path, what=None, label_selector=None, field_selector=None, page=500):
+        """Every item of a collection (following `continue` tokens)."""
+        items = []
+        token = None
+        while True:
+            query = [('limit', str(page))]
+            if label_selector:
+                query.append(('labelSelector', label_selector))
+            if field_selector:
+                query.append(('fieldSelector', field_selector))
+            if token:
+                query.append(('continue', token))
+            answer = self.request('GET', path, query=query, what=what)
+            items.extend(answer.get('items') or [])
+            token = (answer.get('metadata') or {}).get('continue')
+            if not token:
+                return items
+
+    def create(self, path, body, what=None):
+        return self.request('POST', path, body=body, what=what)
+
+    def merge_patch(self, path, body, what=None, subresource=None):
+        return self.request('PATCH', path + ('/' + subresource if subresource else ''), body=body,
+                            content_type='application/merge-patch+json', what=what)
+
+    def json_patch(self, path, ops, what=None):
+        return self.request('PATCH', path, body=ops, content_type='application/json-patch+json', what=what)
+
+    def delete(self, path, what=None, body=None):
+        """The answer, or None when the object was already gone (404)."""
+        return self.request('DELETE', path, body=body, what=what, ok_statuses=(404,))
+
+    def server_version(self):
+        """The /version document (gitVersion, major, minor, ...)."""
+        return self.request('GET', '/version', what=('Version', None))
+
+    def served(self, group, version, plural):
+        """Whether the server serves `plural` in group/version (discovery; False on 404)."""
+        path = '/apis/%s/%s' % (group, version) if group else '/api/%s' % version
+        answer = self.request('GET', path, ok_statuses=(404,), what=('APIResourceList', '%s/%s' % (group, version)))
+        if answer is None:
+            return False
+        return any(r.get('name') == plural for r in answer.get('resources') or [])
+
+
+def _retry_after(headers):
+    try:
+        value = float((headers or {}).get('Retry-After'))
+    except (TypeError, ValueError):
+        return None
+    return min(max(value, 0.0), 10.0)
+
+
+def resource_path(group, version, plural, name=None, namespace=None):
+    """The REST path of a collection or of one object."""
+    base = '/apis/%s/%s' % (group, version) if group else '/api/%s' % version
+    if namespace:
+        base += '/namespaces/%s' % quote(namespace, safe='')
+    base += '/' + plural
+    if name is not None:
+        base += '/' + quote(name, safe='')
+    return base
+
+
+# --------------------------------------------------------------------------- connecting
+
+class _PoolTransport(object):
+    """HTTP over the urllib3 pool of a kubernetes ApiClient built by kubernetes.core: its TLS
+    settings, proxy, auth (bearer token, refreshed by the kubeconfig's hooks) and headers."""
+
+    def __init__(self, api_client):
+        self.api_client = api_client
+        self.configuration = api_client.configuration
+        self.pool = api_client.rest_client.pool_manager
+        self.host = self.configuration.host.rstrip('/')
+
+    def _headers(self, extra):
+        headers = dict(self.api_client.default_headers)  # impersonation headers from kubernetes.core
+        headers['User-Agent'] = USER_AGENT
+        for auth in (self.configuration.auth_settings() or {}).values():
+            if auth.get('in') == 'header' and auth.get('value'):
+                headers[auth['key']] = auth['value']
+        headers.update(extra)
+        return headers
+
+    def __call__(self, method, url, body, headers, timeout):
+        try:
+            resp = self.pool.request(method, self.host + url, body=body, headers=self._headers(headers),
+                                     timeout=urllib3.Timeout(connect=min(timeout, 10), read=timeout),
+                                     retries=False, preload_content=True, redirect=False)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError('%s: %s' % (type(exc).__name__, exc))
+        return resp.status, resp.reason, resp.headers, resp.data
+
+
+def connect(module):
+    """A KubeApi for the module's connection options (kubernetes.core's, and K8S_AUTH_*)."""
+    check_requirements(module)
+    params = module.params
+    auth = dict((name, params[name]) for name in AUTH_ARG_SPEC if params.get(name) is not None)
+    try:
+        k8s_client = get_api_client(**auth)
+    except CoreException as exc:
+        raise K8sConfigError('Could not configure the Kubernetes client: %s. Give kubeconfig (or '
+                             'K8S_AUTH_KUBECONFIG), or host with api_key, or run inside a cluster.' % exc)
+    except Exception as exc:  # pylint: disable=broad-except  (discovery errors, bad kubeconfig content)
+        raise K8sConnectionError('Could not connect to the Kubernetes API: %s: %s' % (type(exc).__name__, exc))
+    api_client = k8s_client.client.client
+    return KubeApi(_PoolTransport(api_client), timeout=params.get('request_timeout') or 30,
+                   retries=params.get('api_retries') if params.get('api_retries') is not None else 3)

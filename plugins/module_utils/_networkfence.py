@@ -1,0 +1,531 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: CSI-Addons NetworkFence logic, pure (no I/O), unit-tested.
+
+The API, from csi-addons/kubernetes-csi-addons api/csiaddons/v1alpha1/:
+
+networkfence_types.go -- NetworkFence, cluster-scoped, group csiaddons.openshift.io, v1alpha1,
+status subresource:
+
+* ``spec.networkFenceClassName`` (string; CEL ``self == oldSelf``: "networkFenceClassName is
+  immutable"). The newer shape: driver, secret and parameters come from the class.
+* ``spec.driver`` (string; deprecated: "specifying driver in networkfence is deprecated, please
+  use networkFenceClassName instead"; CEL: "driver is immutable").
+* ``spec.fenceState``: ``Fenced`` | ``Unfenced`` (enum, required, default Fenced). Mutable.
+* ``spec.cidrs``: list of CIDR blocks (required). Mutable: no CEL rule on it.
+* ``spec.secret``: ``{name, namespace}`` (deprecated; CEL on the struct and on name and
+  namespace: "secret is immutable", "name is immutable", "namespace is immutable").
+* ``spec.parameters``: map[string]string (deprecated; CEL: "parameters are immutable").
+* Spec-level CEL: "one of driver or networkFenceClassName must be present"; "secret must be
+  present when networkFenceClassName is not specified". With both, the class wins.
+* ``status.result``: ``Succeeded`` | ``Failed``; ``status.message`` ("fencing operation
+  successful", "unfencing operation successful", or the error); ``status.conditions``.
+  There is no observedGeneration: the controller reconciles on generation changes only
+  (GenerationChangedPredicate) and overwrites result/message (internal/controller/csiaddons/
+  networkfence_controller.go).
+
+networkfenceclass_types.go -- NetworkFenceClass, cluster-scoped: ``spec.provisioner`` (the CSI
+driver, required, immutable) and ``spec.parameters`` (map, immutable; the controller takes the
+secret from its ``csiaddons.openshift.io/networkfence-secret-name``/``-namespace`` keys).
+
+csiaddonsnode_types.go -- CSIAddonsNode, namespaced: ``spec.driver.{name, nodeID, endpoint}``,
+``status.state`` ``Connected`` | ``Failed``. The controller sends fence requests to the leading
+connected CSIAddonsNode of the driver; with none connected, nothing acts on a fence.
+
+On deletion the controller only removes its finalizer (``csiaddons.openshift.io/network-fence``):
+deleting a Fenced fence does NOT unfence its CIDRs. So ``state=absent`` unfences first.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import ipaddress
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+    check_object_name,
+    node_addresses,
+    node_ready,
+)
+
+GROUP = 'csiaddons.openshift.io'
+VERSION = 'v1alpha1'
+API_VERSION = GROUP + '/' + VERSION
+FENCES = 'networkfences'
+CLASSES = 'networkfenceclasses'
+ADDONS_NODES = 'csiaddonsnodes'
+FENCE_FINALIZER = 'csiaddons.openshift.io/network-fence'
+
+FENCED = 'Fenced'
+UNFENCED = 'Unfenced'
+FENCE_STATES = (FENCED, UNFENCED)
+SUCCEEDED = 'Succeeded'
+FAILED = 'Failed'
+SUCCESS_MESSAGES = {FENCED: 'fencing operation successful', UNFENCED: 'unfencing operation successful'}
+
+# Actions of a plan
+CREATE = 'create'
+UPDATE = 'update'
+DELETE = 'delete'
+UNFENCE_DELETE = 'unfence_and_delete'
+NONE = 'none'
+
+# Options a `fences` entry inherits from the module's top-level options.
+INHERITED = ('state', 'fence_state', 'driver', 'secret', 'parameters', 'network_fence_class', 'labels')
+ENTRY_OPTIONS = ('name', 'cidrs') + INHERITED
+
+
+# --------------------------------------------------------------------------- CIDRs
+
+def normalize_cidr(value):
+    """The canonical form of a CIDR block (``10.0.3.0/24``, ``fd00::/120``); a bare address becomes
+    a single-address block (``/32``, ``/128``). ValueError with a clear message otherwise."""
+    text = str(value).strip() if value is not None else ''
+    if not text:
+        raise ValueError('empty CIDR')
+    if '/' not in text:
+        try:
+            addr = ipaddress.ip_address(text)
+        except ValueError:
+            raise ValueError('%r is not an IPv4 or IPv6 address or CIDR block (e.g. 10.0.3.12/32 or fd00::/120)'
+                             % (text,))
+        return '%s/%d' % (addr, addr.max_prefixlen)
+    try:
+        net = ipaddress.ip_network(text, strict=True)
+    except ValueError:
+        try:
+            loose = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ValueError('%r is not an IPv4 or IPv6 CIDR block (e.g. 10.0.3.12/32 or fd00::/120)' % (text,))
+        host = text.split('/')[0]
+        raise ValueError('%r has host bits set (the network of that prefix is %s): give %s to fence the network, '
+                         'or %s/%d for the single address' % (text, loose, loose, host, loose.max_prefixlen))
+    if net.prefixlen == 0:
+        raise ValueError('%r would fence every address; refused' % (text,))
+    return str(net)
+
+
+def normalize_cidrs(values):
+    """Canonical, duplicate-free CIDRs in the order given. Raises ValueError listing every bad one."""
+    out = []
+    errors = []
+    for value in values or []:
+        try:
+            cidr = normalize_cidr(value)
+        except ValueError as exc:
+            errors.append(str(exc))
+            continue
+        if cidr not in out:
+            out.append(cidr)
+    if errors:
+        raise ValueError('; '.join(errors))
+    return out
+
+
+def _cidr_key(value):
+    try:
+        return normalize_cidr(value)
+    except ValueError:
+        return str(value)
+
+
+def same_cidrs(a, b):
+    return set(_cidr_key(c) for c in a or []) == set(_cidr_key(c) for c in b or [])
+
+
+class NodeIndex(object):
+    """Node addresses indexed for fast coverage checks (a /32 is one dict look-up)."""
+
+    def __init__(self, nodes):
+        self.ready = {}
+        self.by_addr = {}
+        self.all = []
+        for node in nodes or []:
+            name = node['metadata']['name']
+            self.ready[name] = node_ready(node)
+            for _type, addr in node_addresses(node):
+                self.by_addr.setdefault(addr, []).append(name)
+                self.all.append((addr, name))
+
+    def covered(self, cidr):
+        """{node name: [addresses]} of the nodes with an address inside `cidr`."""
+        try:
+            net = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            return {}
+        out = {}
+        if net.prefixlen == net.max_prefixlen:
+            for name in self.by_addr.get(net.network_address, []):
+                out.setdefault(name, []).append(str(net.network_address))
+            return out
+        for addr, name in self.all:
+            if addr.version == net.version and addr in net:
+                out.setdefault(name, []).append(str(addr))
+        return out
+
+    def coverage(self, cidrs):
+        """[{name, ready, addresses, cidrs}] of the nodes the CIDRs cover, sorted by name."""
+        nodes = {}
+        for cidr in cidrs or []:
+            for name, addrs in self.covered(cidr).items():
+                entry = nodes.setdefault(name, dict(name=name, ready=self.ready.get(name), addresses=[], cidrs=[]))
+                entry['cidrs'].append(cidr)
+                for addr in addrs:
+                    if addr not in entry['addresses']:
+                        entry['addresses'].append(addr)
+        return [nodes[name] for name in sorted(nodes)]
+
+
+# --------------------------------------------------------------------------- requests
+
+def _string_map(value, what):
+    """A map[string]string from an Ansible dict: numbers become strings, booleans and nested values
+    are refused (their string form would be ambiguous)."""
+    if value is None:
+        return None
+    out = {}
+    for key, item in value.items():
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise ValueError('%s.%s must be a string (quote it: "%s"), got %r' % (what, key, item, item))
+        out[str(key)] = str(item)
+    return out
+
+
+def build_requests(params):
+    """The fence requests of a module call: one per `fences` entry (inheriting the top-level
+    options) or one from `name`. Raises ValueError listing every problem; nothing is changed."""
+    errors = []
+    if params.get('fences') is not None:
+        if params.get('name') is not None or params.get('cidrs') is not None:
+            raise ValueError('give either name (and cidrs) or fences, not both')
+        raw = params['fences']
+        if not raw:
+            raise ValueError('fences is empty: give at least one fence')
+    else:
+        if not params.get('name'):
+            raise ValueError('give name (one fence) or fences (many)')
+        raw = [dict(name=params['name'], cidrs=params.get('cidrs'))]
+    requests = []
+    seen = set()
+    for index, entry in enumerate(raw):
+        req = dict((key, params.get(key)) for key in INHERITED)
+        req.update((key, value) for key, value in (entry or {}).items() if value is not None and key in ENTRY_OPTIONS)
+        unknown = sorted(set((entry or {}).keys()) - set(ENTRY_OPTIONS))
+        where = 'fences[%d]' % index if params.get('fences') is not None else 'the fence'
+        if unknown:
+            errors.append('%s: unknown option(s) %s' % (where, ', '.join(unknown)))
+        try:
+            req['name'] = check_object_name(req.get('name'), 'name of %s' % where)
+        except ValueError as exc:
+            errors.append(str(exc))
+            continue
+        where = 'NetworkFence %s' % req['name']
+        if req['name'] in seen:
+            errors.append('%s is given twice' % where)
+        seen.add(req['name'])
+        req['state'] = req.get('state') or 'present'
+        if req['state'] not in ('present', 'absent'):
+            errors.append('%s: state must be present or absent, got %r' % (where, req['state']))
+        if req.get('fence_state') is not None and req['fence_state'] not in FENCE_STATES:
+            errors.append('%s: fence_state must be Fenced or Unfenced, got %r' % (where, req['fence_state']))
+        if req.get('cidrs') is not None:
+            if not req['cidrs'] and req['state'] == 'present':
+                errors.append('%s: cidrs is empty' % where)
+            try:
+                req['cidrs'] = normalize_cidrs(req['cidrs'])
+            except ValueError as exc:
+                errors.append('%s: %s' % (where, exc))
+        if req.get('driver') is not None and req.get('network_fence_class') is not None:
+            errors.append('%s: give either network_fence_class (the current shape) or driver with secret (the '
+                          'deprecated one), not both' % where)
+        if req.get('network_fence_class') is not None:
+            for key in ('secret', 'parameters'):
+                if req.get(key) is not None:
+                    errors.append('%s: %s belongs in the NetworkFenceClass %s, not in a fence that uses a class'
+                                  % (where, key, req['network_fence_class']))
+        secret = req.get('secret')
+        if secret is not None and (not secret.get('name') or not secret.get('namespace')):
+            errors.append('%s: secret needs both name and namespace' % where)
+        try:
+            req['parameters'] = _string_map(req.get('parameters'), 'parameters')
+            req['labels'] = _string_map(req.get('labels'), 'labels')
+        except ValueError as exc:
+            errors.append('%s: %s' % (where, exc))
+        requests.append(req)
+    if errors:
+        raise ValueError('; '.join(errors))
+    return requests
+
+
+# --------------------------------------------------------------------------- existing fences
+
+def fence_driver(fence, classes):
+    """The CSI driver a fence is for: its class's provisioner, else spec.driver; None if unknown."""
+    spec = (fence or {}).get('spec') or {}
+    class_name = spec.get('networkFenceClassName')
+    if class_name:
+        cls = (classes or {}).get(class_name)
+        return ((cls or {}).get('spec') or {}).get('provisioner')
+    return spec.get('driver') or None
+
+
+def summary(fence):
+    """The desired-state fields of a fence, for diffs (None for no fence)."""
+    if fence is None:
+        return None
+    spec = fence.get('spec') or {}
+    out = dict(fenceState=spec.get('fenceState'), cidrs=list(spec.get('cidrs') or []))
+    for key in ('networkFenceClassName', 'driver', 'secret', 'parameters'):
+        if spec.get(key):
+            out[key] = spec[key]
+    labels = (fence.get('metadata') or {}).get('labels')
+    if labels:
+        out['labels'] = dict(labels)
+    return out
+
+
+def fence_report(fence, classes, index):
+    """What the modules return about a NetworkFence object."""
+    meta = fence.get('metadata') or {}
+    spec = fence.get('spec') or {}
+    status = fence.get('status') or {}
+    secret = spec.get('secret') or None
+    cidrs = list(spec.get('cidrs') or [])
+    return dict(
+        name=meta.get('name'),
+        fence_state=spec.get('fenceState'),
+        cidrs=cidrs,
+        driver=fence_driver(fence, classes),
+        network_fence_class=spec.get('networkFenceClassName') or None,
+        secret=dict(name=secret.get('name'), namespace=secret.get('namespace')) if secret else None,
+        parameters=dict(spec.get('parameters') or {}),
+        labels=dict(meta.get('labels') or {}),
+        result=status.get('result'),
+        message=status.get('message'),
+        conditions=list(status.get('conditions') or []),
+        finalizers=list(meta.get('finalizers') or []),
+        deletion_timestamp=meta.get('deletionTimestamp'),
+        generation=meta.get('generation'),
+        nodes=index.coverage(cidrs) if index is not None else [],
+    )
+
+
+def class_report(cls):
+    spec = cls.get('spec') or {}
+    return dict(name=cls['metadata']['name'], provisioner=spec.get('provisioner'),
+                parameters=dict(spec.get('parameters') or {}))
+
+
+def addons_node_report(obj):
+    driver = (obj.get('spec') or {}).get('driver') or {}
+    status = obj.get('status') or {}
+    return dict(name=obj['metadata']['name'], namespace=obj['metadata'].get('namespace'), driver=driver.get('name'),
+                node_id=driver.get('nodeID'), endpoint=driver.get('endpoint'), state=status.get('state'),
+                message=status.get('message'))
+
+
+# --------------------------------------------------------------------------- planning
+
+class Plan(object):
+    """What to do with one fence. `body` for a create, `patch` (a merge patch without the
+    resourceVersion) for an update."""
+
+    def __init__(self, req, existing, action, body=None, patch=None, cidrs=None, fence_state=None,
+                 newly_fenced=None, why=None):
+        self.req = req
+        self.name = req['name']
+        self.existing = existing
+        self.action = action
+        self.body = body
+        self.patch = patch
+        self.cidrs = cidrs or []            # the fence's CIDRs once the plan is carried out
+        self.fence_state = fence_state      # its fenceState then
+        self.newly_fenced = newly_fenced or []
+        self.why = why
+        # filled in while carrying it out
+        self.obj = existing
+        self.changed = False
+        self.outcome = None
+        self.error = None
+        self.gone = existing is None
+
+    @property
+    def writes(self):
+        return self.action != NONE
+
+    def after(self):
+        """The predicted summary after the plan (for diffs and check mode)."""
+        if self.action in (DELETE, UNFENCE_DELETE):
+            return None
+        if self.action == CREATE:
+            return summary(self.body)
+        if self.existing is None:
+            return None
+        predicted = summary(self.existing)
+        if self.patch:
+            spec = self.patch.get('spec') or {}
+            if 'fenceState' in spec:
+                predicted['fenceState'] = spec['fenceState']
+            if 'cidrs' in spec:
+                predicted['cidrs'] = list(spec['cidrs'])
+            labels = (self.patch.get('metadata') or {}).get('labels')
+            if labels:
+                predicted['labels'] = dict(predicted.get('labels') or {}, **labels)
+        return predicted
+
+
+def _immutable_conflicts(req, existing):
+    spec = existing.get('spec') or {}
+    name = req['name']
+    problems = []
+
+    def conflict(field, have, want):
+        problems.append('spec.%s is immutable (the CSI-Addons CRD rejects any change: "%s is immutable"); '
+                        'NetworkFence %s has %r and the task asks for %r' % (field, field.split('.')[-1], name,
+                                                                              have, want))
+    have_class = spec.get('networkFenceClassName') or None
+    have_driver = spec.get('driver') or None
+    if req.get('network_fence_class') is not None and req['network_fence_class'] != have_class:
+        conflict('networkFenceClassName', have_class, req['network_fence_class'])
+    if req.get('driver') is not None and req['driver'] != have_driver:
+        conflict('driver', have_driver, req['driver'])
+    if req.get('secret') is not None:
+        have = spec.get('secret') or {}
+        want = dict(name=req['secret'].get('name'), namespace=req['secret'].get('namespace'))
+        if dict(name=have.get('name'), namespace=have.get('namespace')) != want:
+            conflict('secret', have or None, want)
+    if req.get('parameters') is not None and dict(spec.get('parameters') or {}) != req['parameters']:
+        conflict('parameters', dict(spec.get('parameters') or {}), req['parameters'])
+    return problems
+
+
+def plan_fence(req, existing, force=False):
+    """The Plan for one request against the existing object (or None). Raises ValueError when the
+    request cannot be carried out (nothing is changed then)."""
+    name = req['name']
+    if req['state'] == 'absent':
+        if existing is None:
+            return Plan(req, None, NONE, why='does not exist')
+        if (existing.get('metadata') or {}).get('deletionTimestamp'):
+            return Plan(req, existing, NONE, why='already being deleted')
+        state = (existing.get('spec') or {}).get('fenceState')
+        if state == FENCED and not force:
+            return Plan(req, existing, UNFENCE_DELETE, fence_state=UNFENCED,
+                        patch=dict(spec=dict(fenceState=UNFENCED)), cidrs=list(existing['spec'].get('cidrs') or []),
+                        why='Fenced: unfence first (deleting a fence does not lift it), then delete')
+        return Plan(req, existing, DELETE, why='Fenced, deleted without unfencing (force)' if state == FENCED
+                    else 'delete')
+
+    if existing is None:
+        missing = []
+        if req.get('fence_state') is None:
+            missing.append('fence_state')
+        if not req.get('cidrs'):
+            missing.append('cidrs')
+        if req.get('network_fence_class') is None and req.get('driver') is None:
+            missing.append('network_fence_class (or the deprecated driver with secret)')
+        elif req.get('driver') is not None and req.get('secret') is None:
+            missing.append('secret (required with driver; CRD rule "secret must be present when networkFenceClassName '
+                           'is not specified")')
+        if missing:
+            raise ValueError('NetworkFence %s does not exist; to create it give %s' % (name, ', '.join(missing)))
+        spec = dict(fenceState=req['fence_state'], cidrs=list(req['cidrs']))
+        if req.get('network_fence_class') is not None:
+            spec['networkFenceClassName'] = req['network_fence_class']
+        else:
+            spec['driver'] = req['driver']
+            spec['secret'] = dict(name=req['secret']['name'], namespace=req['secret']['namespace'])
+            if req.get('parameters'):
+                spec['parameters'] = dict(req['parameters'])
+        metadata = dict(name=name)
+        if req.get('labels'):
+            metadata['labels'] = dict(req['labels'])
+        body = dict(apiVersion=API_VERSION, kind='NetworkFence', metadata=metadata, spec=spec)
+        return Plan(req, None, CREATE, body=body, cidrs=spec['cidrs'], fence_state=spec['fenceState'],
+                    newly_fenced=spec['cidrs'] if spec['fenceState'] == FENCED else [], why='does not exist')
+
+    meta = existing.get('metadata') or {}
+    spec = existing.get('spec') or {}
+    if meta.get('deletionTimestamp'):
+        raise ValueError('NetworkFence %s is being deleted (since %s, finalizers: %s); wait until it is gone or use '
+                         'another name' % (name, meta['deletionTimestamp'], ', '.join(meta.get('finalizers') or [])
+                                           or 'none'))
+    problems = _immutable_conflicts(req, existing)
+    if problems:
+        raise ValueError('; '.join(problems) + '. To change them, unfence and delete the fence (state=absent) and '
+                         'create it again, or use another name')
+    have_state = spec.get('fenceState')
+    have_cidrs = list(spec.get('cidrs') or [])
+    want_state = req.get('fence_state') or have_state
+    want_cidrs = req['cidrs'] if req.get('cidrs') is not None else have_cidrs
+    spec_patch = {}
+    if want_state != have_state:
+        spec_patch['fenceState'] = want_state
+    if not same_cidrs(want_cidrs, have_cidrs):
+        spec_patch['cidrs'] = list(want_cidrs)
+    labels_patch = {}
+    for key, value in (req.get('labels') or {}).items():
+        if (meta.get('labels') or {}).get(key) != value:
+            labels_patch[key] = value
+    patch = {}
+    if spec_patch:
+        patch['spec'] = spec_patch
+    if labels_patch:
+        patch['metadata'] = dict(labels=labels_patch)
+    newly = []
+    if want_state == FENCED:
+        if have_state != FENCED:
+            newly = list(want_cidrs)
+        else:
+            have_keys = set(_cidr_key(c) for c in have_cidrs)
+            newly = [c for c in want_cidrs if _cidr_key(c) not in have_keys]
+    if not patch:
+        return Plan(req, existing, NONE, cidrs=have_cidrs, fence_state=have_state, why='up to date')
+    what = []
+    if 'fenceState' in spec_patch:
+        what.append('fenceState %s -> %s' % (have_state, want_state))
+    if 'cidrs' in spec_patch:
+        what.append('cidrs %s -> %s' % (have_cidrs, want_cidrs))
+    if labels_patch:
+        what.append('labels')
+    return Plan(req, existing, UPDATE, patch=patch, cidrs=list(want_cidrs), fence_state=want_state,
+                newly_fenced=newly, why=', '.join(what))
+
+
+def coverage_refusals(plans, index):
+    """Messages for plans that would newly fence an address of a Ready node."""
+    out = []
+    for plan in plans:
+        if not plan.newly_fenced or plan.fence_state != FENCED:
+            continue
+        ready = [n for n in index.coverage(plan.newly_fenced) if n['ready'] == 'True']
+        if ready:
+            out.append('NetworkFence %s would fence Ready node(s) %s' % (plan.name, ', '.join(
+                '%s (%s via %s)' % (n['name'], ', '.join(n['addresses']), ', '.join(n['cidrs'])) for n in ready)))
+    return out
+
+
+# --------------------------------------------------------------------------- results
+
+def fence_outcome(fence, fence_state):
+    """Succeeded/Failed once the controller has answered for the fence's current spec, else None.
+
+    The upstream status has no observedGeneration (a stand-in's is honoured if present), so the
+    modules clear result/message before they change a fence's spec; a Succeeded whose message is
+    the success message of the other fence state is the previous answer and does not count."""
+    meta = fence.get('metadata') or {}
+    status = fence.get('status') or {}
+    observed = status.get('observedGeneration')
+    generation = meta.get('generation')
+    if observed is not None and generation is not None and observed < generation:
+        return None
+    result = status.get('result')
+    if result == SUCCEEDED:
+        other = UNFENCED if fence_state == FENCED else FENCED
+        if status.get('message') == SUCCESS_MESSAGES.get(other):
+            return None
+        return SUCCEEDED
+    if result == FAILED:
+        return FAILED
+    return None

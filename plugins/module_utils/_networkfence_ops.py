@@ -1,0 +1,428 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: NetworkFence operations on top of a KubeApi.
+
+Reads everything first (one LIST of fences, classes, nodes and CSIAddonsNodes), plans every
+fence with ``_networkfence`` and refuses the whole call before any write if one fence is
+invalid or unsafe. Then writes only what differs, in parallel (threads over one connection
+pool), each write with optimistic concurrency (resourceVersion) and a re-read on conflicts,
+server errors and lost answers. Then waits, with one LIST per poll, for the controller's
+``status.result``. A second identical run reads and writes nothing.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import time
+
+try:
+    from concurrent.futures import ThreadPoolExecutor
+except ImportError:  # pragma: no cover
+    ThreadPoolExecutor = None
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+    RETRYABLE_STATUSES,
+    K8sApiError,
+    K8sConnectionError,
+    K8sError,
+    K8sNotInstalled,
+    K8sRefused,
+    resource_path,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+    ADDONS_NODES,
+    CLASSES,
+    CREATE,
+    DELETE,
+    FAILED,
+    FENCED,
+    FENCES,
+    GROUP,
+    NONE,
+    SUCCEEDED,
+    UNFENCE_DELETE,
+    UNFENCED,
+    UPDATE,
+    VERSION,
+    NodeIndex,
+    addons_node_report,
+    class_report,
+    coverage_refusals,
+    fence_driver,
+    fence_outcome,
+    fence_report,
+    plan_fence,
+    same_cidrs,
+)
+
+KIND = 'NetworkFence'
+_GET_EACH_LIMIT = 10
+
+
+def fence_path(name=None):
+    return resource_path(GROUP, VERSION, FENCES, name)
+
+
+class NetworkFences(object):
+    def __init__(self, api, workers=16, sleep=time.sleep, clock=time.time):
+        self.api = api
+        self.workers = workers
+        self.sleep = sleep
+        self.clock = clock
+        self.warnings = []
+        self.classes = {}
+        self.classes_served = None
+        self.index = None
+
+    # -- reading
+    def ensure_installed(self):
+        if not self.api.served(GROUP, VERSION, FENCES):
+            raise K8sNotInstalled(
+                'The cluster does not serve %s/%s %s: the CSI-Addons NetworkFence CRD '
+                '(networkfences.%s) is not installed. Install CSI-Addons (CRDs and controller) first; '
+                'nothing was changed.' % (GROUP, VERSION, FENCES, GROUP),
+                status=404, obj=dict(kind='CustomResourceDefinition', name='networkfences.' + GROUP))
+
+    def read_fences(self, names=None):
+        """{name: fence}: GETs for a few names, else one LIST."""
+        if names is not None and len(names) <= _GET_EACH_LIMIT:
+            out = {}
+            for name in names:
+                obj = self.api.get(fence_path(name), what=(KIND, name), missing_ok=True)
+                if obj is not None:
+                    out[name] = obj
+            return out
+        return dict((f['metadata']['name'], f) for f in self.api.list(fence_path(), what=(KIND, None)))
+
+    def read_classes(self):
+        if self.classes_served is None:
+            self.classes_served = self.api.served(GROUP, VERSION, CLASSES)
+            if self.classes_served:
+                self.classes = dict((c['metadata']['name'], c) for c in self.api.list(
+                    resource_path(GROUP, VERSION, CLASSES), what=('NetworkFenceClass', None)))
+        return self.classes
+
+    def read_nodes(self):
+        if self.index is None:
+            self.index = NodeIndex(self.api.list(resource_path('', 'v1', 'nodes'), what=('Node', None)))
+        return self.index
+
+    def addons_nodes(self):
+        """(served, [reports]) of the CSIAddonsNode objects in every namespace."""
+        if not self.api.served(GROUP, VERSION, ADDONS_NODES):
+            return False, []
+        return True, [addons_node_report(o) for o in self.api.list(resource_path(GROUP, VERSION, ADDONS_NODES),
+                                                                   what=('CSIAddonsNode', None))]
+
+    def report(self, fence):
+        return fence_report(fence, self.classes, self.index)
+
+    def class_reports(self):
+        return [class_report(c) for _n, c in sorted(self.classes.items())]
+
+    # -- planning
+    def plan(self, requests, force=False):
+        """Plans for every request; K8sRefused (listing every problem) if one cannot be done."""
+        self.ensure_installed()
+        existing = self.read_fences([r['name'] for r in requests])
+        needs_classes = any(r.get('network_fence_class') for r in requests) or any(
+            (f.get('spec') or {}).get('networkFenceClassName') for f in existing.values())
+        if needs_classes:
+            self.read_classes()
+        problems = []
+        plans = []
+        for req in requests:
+            cls = req.get('network_fence_class')
+            if cls is not None and req['state'] == 'present' and cls not in self.classes:
+                problems.append('NetworkFenceClass %s (for NetworkFence %s) %s' % (
+                    cls, req['name'], 'does not exist' if self.classes_served else
+                    'cannot exist: the cluster does not serve networkfenceclasses (CSI-Addons too old?)'))
+                continue
+            try:
+                plans.append(plan_fence(req, existing.get(req['name']), force))
+            except ValueError as exc:
+                problems.append(str(exc))
+        index = self.read_nodes()
+        refusals = coverage_refusals(plans, index)
+        if refusals and not force:
+            problems.append('; '.join(refusals) + '. Fencing a Ready node cuts a healthy node off its storage; '
+                            'check the CIDRs, or set force=true if that is really intended')
+        elif refusals:
+            self.warnings.extend(r + ' (force=true)' for r in refusals)
+        if problems:
+            raise K8sRefused('; '.join(problems) + '. Nothing was changed.')
+        for plan in plans:
+            if plan.action == NONE and plan.existing is not None and plan.fence_state == FENCED:
+                ready = [n['name'] for n in index.coverage(plan.cidrs) if n['ready'] == 'True']
+                if ready:
+                    self.warnings.append('NetworkFence %s fences Ready node(s) %s: they cannot use their storage; '
+                                         'unfence once they have been rebooted' % (plan.name, ', '.join(ready)))
+            if plan.action == CREATE and plan.req.get('driver'):
+                self.warnings.append('NetworkFence %s uses driver/secret/parameters, deprecated upstream; prefer '
+                                     'network_fence_class' % plan.name)
+        self._check_addons_nodes([p for p in plans if p.writes])
+        return plans
+
+    def _check_addons_nodes(self, plans):
+        if not plans:
+            return
+        drivers = set()
+        for plan in plans:
+            fence = plan.body if plan.action == CREATE else plan.existing
+            driver = fence_driver(fence, self.classes)
+            if driver:
+                drivers.add(driver)
+        if not drivers:
+            return
+        served, nodes = self.addons_nodes()
+        if not served:
+            self.warnings.append('The cluster does not serve CSIAddonsNode objects: CSI-Addons does not seem to be '
+                                 'installed, so nothing may act on these fences')
+            return
+        for driver in sorted(drivers):
+            connected = [n for n in nodes if n['driver'] == driver and n['state'] == 'Connected']
+            if not connected:
+                self.warnings.append('No CSIAddonsNode of driver %s is Connected (%d known): nothing would act on '
+                                     'its fences until its CSI-Addons sidecar connects' % (
+                                         driver, len([n for n in nodes if n['driver'] == driver])))
+
+    # -- carrying out
+    def run(self, plans, wait=True, wait_timeout=120, wait_sleep=2.0):
+        """Carry out the plans. Returns the failures [(name, K8sError)]; every plan records what
+        happened to it (changed, obj, outcome, error, gone)."""
+        failures = []
+        todo = [p for p in plans if p.action in (CREATE, UPDATE, UNFENCE_DELETE)]
+        self._parallel(todo, lambda p: self._write(p, reset_status=wait or p.action == UNFENCE_DELETE), failures)
+        if wait or any(p.action == UNFENCE_DELETE for p in todo):
+            # An unfence must have succeeded before the fence is deleted, even with wait=false.
+            waiting = [p for p in todo if p.error is None and (wait or p.action == UNFENCE_DELETE)]
+            self._wait_outcomes(waiting, wait_timeout, wait_sleep, failures)
+        deletes = [p for p in plans if p.error is None and (
+            p.action == DELETE or (p.action == UNFENCE_DELETE and p.outcome == SUCCEEDED))]
+        self._parallel(deletes, self._delete, failures)
+        if wait:
+            self._wait_gone([p for p in plans if p.action in (DELETE, UNFENCE_DELETE) and p.error is None]
+                            + [p for p in plans if p.action == NONE and p.req['state'] == 'absent'
+                               and p.existing is not None],
+                            wait_timeout, wait_sleep, failures)
+        return failures
+
+    def _parallel(self, plans, func, failures):
+        def one(plan):
+            try:
+                func(plan)
+            except K8sError as exc:
+                plan.error = exc.msg
+                return plan.name, exc
+            return None
+        if not plans:
+            return
+        if len(plans) == 1 or ThreadPoolExecutor is None or self.workers <= 1:
+            outcomes = [one(p) for p in plans]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(plans))) as pool:
+                outcomes = list(pool.map(one, plans))
+        failures.extend(o for o in outcomes if o is not None)
+
+    def _retrying(self, plan, attempt_fn, reread_fn):
+        """attempt_fn() writes; on a conflict, a server error or a lost answer, reread_fn() re-reads and
+        returns True when nothing is left to do."""
+        attempts = self.api.retries + 1
+        for attempt in range(attempts):
+            try:
+                attempt_fn()
+                return
+            except K8sApiError as exc:
+                if attempt + 1 >= attempts or not (exc.status == 409 or exc.status in RETRYABLE_STATUSES):
+                    raise
+            except K8sConnectionError:
+                if attempt + 1 >= attempts:
+                    raise
+            self.sleep(min(0.2 * (2 ** attempt), 2.0))
+            if reread_fn():
+                return
+
+    def _write(self, plan, reset_status):
+        name = plan.name
+        path = fence_path(name)
+        if plan.action == CREATE:
+            def create():
+                plan.obj = self.api.create(fence_path(), plan.body, what=(KIND, name))
+                plan.changed = True
+
+            def reread_create():
+                fresh = self.api.get(path, what=(KIND, name), missing_ok=True)
+                if fresh is None:
+                    return False
+                spec = fresh.get('spec') or {}
+                want = plan.body['spec']
+                if (spec.get('fenceState') == want['fenceState'] and same_cidrs(spec.get('cidrs'), want['cidrs'])
+                        and spec.get('networkFenceClassName') == want.get('networkFenceClassName')
+                        and spec.get('driver') == want.get('driver')):
+                    plan.obj = fresh
+                    plan.changed = True   # our create went through before its answer was lost
+                    return True
+                raise K8sRefused('NetworkFence %s appeared meanwhile with another spec (%s); not overwritten'
+                                 % (name, spec), obj=dict(kind=KIND, name=name))
+            self._retrying(plan, create, reread_create)
+            return
+
+        state = dict(current=plan.existing, reset=False)
+        if reset_status and (plan.patch or {}).get('spec'):
+            # The upstream status has no observedGeneration: clear the previous answer, so that
+            # waiting sees the controller's answer to this change (it reconciles on spec changes
+            # only, so clearing alone triggers nothing).
+            try:
+                state['current'] = self.api.merge_patch(path, dict(status=dict(result=None, message=None)),
+                                                        what=(KIND, name), subresource='status')
+                state['reset'] = True
+            except K8sApiError as exc:
+                if exc.status not in (403, 404, 405, 422):
+                    raise
+                self.warnings.append('NetworkFence %s: cannot clear the previous status (%s); waiting may accept the '
+                                     'previous result' % (name, exc.msg))
+
+        def update():
+            patch = dict(plan.patch)
+            patch['metadata'] = dict(plan.patch.get('metadata') or {},
+                                     resourceVersion=state['current']['metadata']['resourceVersion'])
+            plan.obj = self.api.merge_patch(path, patch, what=(KIND, name))
+            plan.changed = True
+
+        def reread_update():
+            fresh = self.api.get(path, what=(KIND, name), missing_ok=True)
+            if fresh is None:
+                raise K8sRefused('NetworkFence %s was deleted meanwhile; not re-created' % name,
+                                 obj=dict(kind=KIND, name=name))
+            state['current'] = fresh
+            replan = plan_fence(plan.req if plan.action == UPDATE else dict(plan.req, state='present',
+                                                                            fence_state=UNFENCED), fresh)
+            if replan.action == NONE:
+                plan.obj = fresh
+                plan.changed = True   # most likely our write, whose answer was lost
+                return True
+            plan.patch = replan.patch
+            return False
+        self._retrying(plan, update, reread_update)
+
+    def _delete(self, plan):
+        name = plan.name
+        path = fence_path(name)
+        uid = (plan.obj or plan.existing)['metadata']['uid']
+
+        def delete():
+            answer = self.api.delete(path, what=(KIND, name), body=dict(
+                apiVersion='v1', kind='DeleteOptions', preconditions=dict(uid=uid)))
+            plan.changed = True
+            if answer is None or not (answer.get('metadata') or {}).get('deletionTimestamp'):
+                plan.gone = True
+            else:
+                plan.obj = answer
+
+        def reread():
+            fresh = self.api.get(path, what=(KIND, name), missing_ok=True)
+            if fresh is None or fresh['metadata'].get('uid') != uid:
+                plan.gone = True
+                plan.changed = True
+                return True
+            if fresh['metadata'].get('deletionTimestamp'):
+                plan.obj = fresh
+                plan.changed = True
+                return True
+            return False
+        self._retrying(plan, delete, reread)
+
+    def _poll(self, plans):
+        names = [p.name for p in plans]
+        return self.read_fences(names)
+
+    def _wait_outcomes(self, plans, wait_timeout, wait_sleep, failures):
+        deadline = self.clock() + wait_timeout
+        pending = list(plans)
+        while pending:
+            try:
+                current = self._poll(pending)
+            except K8sError as exc:
+                for plan in pending:
+                    plan.error = exc.msg
+                    failures.append((plan.name, exc))
+                return
+            still = []
+            for plan in pending:
+                fence = current.get(plan.name)
+                if fence is None:
+                    plan.error = 'NetworkFence %s disappeared while waiting for its result' % plan.name
+                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
+                    continue
+                plan.obj = fence
+                outcome = fence_outcome(fence, plan.fence_state)
+                if outcome is None:
+                    still.append(plan)
+                    continue
+                plan.outcome = outcome
+                if outcome == FAILED:
+                    status = fence.get('status') or {}
+                    plan.error = 'NetworkFence %s: the CSI-Addons controller reports Failed (%s): %s' % (
+                        plan.name, 'unfence before delete' if plan.action == UNFENCE_DELETE else plan.fence_state,
+                        status.get('message') or 'no message')
+                    if plan.action == UNFENCE_DELETE:
+                        plan.error += '; the fence was NOT deleted (it now asks for Unfenced)'
+                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
+            pending = still
+            if not pending:
+                return
+            if self.clock() >= deadline:
+                served, nodes = self.addons_nodes_safe()
+                for plan in pending:
+                    driver = fence_driver(plan.obj, self.classes)
+                    connected = [n for n in nodes if n['driver'] == driver and n['state'] == 'Connected']
+                    hint = '' if connected else ' (no Connected CSIAddonsNode for driver %s%s)' % (
+                        driver, '' if served else ': CSI-Addons is not installed')
+                    plan.error = ('NetworkFence %s: no result from the CSI-Addons controller after wait_timeout=%ss%s'
+                                  % (plan.name, wait_timeout, hint))
+                    if plan.action == UNFENCE_DELETE:
+                        plan.error += '; the fence was NOT deleted (it now asks for Unfenced)'
+                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
+                return
+            self.sleep(wait_sleep)
+
+    def addons_nodes_safe(self):
+        try:
+            return self.addons_nodes()
+        except K8sError:
+            return True, []
+
+    def _wait_gone(self, plans, wait_timeout, wait_sleep, failures):
+        deadline = self.clock() + wait_timeout
+        pending = [p for p in plans if not p.gone]
+        while pending:
+            try:
+                current = self._poll(pending)
+            except K8sError as exc:
+                for plan in pending:
+                    plan.error = exc.msg
+                    failures.append((plan.name, exc))
+                return
+            still = []
+            for plan in pending:
+                fence = current.get(plan.name)
+                if fence is None:
+                    plan.gone = True
+                else:
+                    plan.obj = fence
+                    still.append(plan)
+            pending = still
+            if not pending:
+                return
+            if self.clock() >= deadline:
+                for plan in pending:
+                    fins = (plan.obj.get('metadata') or {}).get('finalizers') or []
+                    plan.error = ('NetworkFence %s still exists after wait_timeout=%ss (finalizers: %s; the CSI-Addons '
+                                  'controller removes its own)' % (plan.name, wait_timeout, ', '.join(fins) or 'none'))
+                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
+                return
+            self.sleep(wait_sleep)
+
+

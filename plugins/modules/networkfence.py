@@ -1,0 +1,486 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: networkfence
+short_description: Fence and unfence node networks with CSI-Addons NetworkFence objects, safely
+version_added: 0.1.0
+description:
+  - Creates, updates and deletes cluster-scoped C(csiaddons.openshift.io/v1alpha1) NetworkFence objects. The
+    CSI-Addons controller asks the CSI driver to fence (C(Fenced)) or unfence (C(Unfenced)) the CIDRs, for
+    ceph-csi by blocklisting them in Ceph, so that a failed node can no longer write to its volumes and the
+    volumes can be used elsewhere.
+  - Both shapes of the API, as C(api/csiaddons/v1alpha1/networkfence_types.go) defines them. The current one
+    names a NetworkFenceClass (O(network_fence_class)), whose C(spec.provisioner) is the driver and whose
+    C(spec.parameters) hold the secret and parameters. The older one (deprecated upstream) gives O(driver),
+    O(secret) and O(parameters) in the fence itself.
+  - One fence (O(name)) or many in one call (O(fences)). All fences are read with one request, every fence is
+    validated and planned before anything is written, and only fences that differ are written, in parallel.
+    A second identical run writes nothing.
+  - Refuses, before any write, to fence CIDRs that cover an address of a Ready node unless O(force=true), and
+    reports the nodes each fence covers.
+  - Changing an immutable field of an existing fence (C(driver), C(networkFenceClassName), C(secret),
+    C(parameters); the CRD's CEL rules reject it) fails with an explanation; C(fenceState) and C(cidrs) can
+    change.
+  - With O(wait=true) (the default) the module waits for the controller's C(status.result) and fails with the
+    controller's message when it is C(Failed).
+  - Warns when no CSIAddonsNode of the fence's driver is Connected, since nothing would then act on it.
+author:
+  - volfence.csi maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - volfence.csi.k8s
+  - volfence.csi.attributes
+  - volfence.csi.k8s.ACTIONGROUP
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Plans, validates and refuses as a real run would, and writes nothing.
+  diff_mode:
+    support: full
+    details:
+      - The diff shows the spec (fenceState, cidrs, class or driver, secret, parameters, labels) of each fence
+        that changes, before and after.
+options:
+  name:
+    description:
+      - Name of one NetworkFence. Mutually exclusive with O(fences).
+    type: str
+  fences:
+    description:
+      - Many fences at once. Each entry takes the per-fence options below; those not given in an entry come
+        from the module's options of the same name (O(state), O(fence_state), O(network_fence_class),
+        O(driver), O(secret), O(parameters), O(labels)).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: Name of the NetworkFence.
+        type: str
+        required: true
+      cidrs:
+        description: Its CIDRs, see O(cidrs).
+        type: list
+        elements: str
+      state:
+        description: See O(state).
+        type: str
+        choices: [present, absent]
+      fence_state:
+        description: See O(fence_state).
+        type: str
+        choices: [Fenced, Unfenced]
+      network_fence_class:
+        description: See O(network_fence_class).
+        type: str
+      driver:
+        description: See O(driver).
+        type: str
+      secret:
+        description: See O(secret).
+        type: dict
+        suboptions:
+          name:
+            description: Name of the secret.
+            type: str
+            required: true
+          namespace:
+            description: Its namespace.
+            type: str
+            required: true
+      parameters:
+        description: See O(parameters).
+        type: dict
+      labels:
+        description: See O(labels).
+        type: dict
+  state:
+    description:
+      - V(present) creates or updates the fence.
+      - V(absent) deletes it. The CSI-Addons controller does not lift a fence when the object is deleted, so a
+        C(Fenced) fence is first set to C(Unfenced), the module waits for the unfence to succeed (even with
+        O(wait=false)), and only then deletes it. O(force=true) deletes a Fenced fence without unfencing (its
+        CIDRs may then stay fenced).
+    type: str
+    choices: [present, absent]
+    default: present
+  fence_state:
+    description:
+      - V(Fenced) cuts the CIDRs off the storage, V(Unfenced) lets them back.
+      - Required to create a fence; when not given, an existing fence keeps its state.
+    type: str
+    choices: [Fenced, Unfenced]
+  cidrs:
+    description:
+      - CIDR blocks, IPv4 or IPv6, such as C(10.0.3.12/32) or C(fd00::/120). A bare address means that address
+        alone (C(/32) or C(/128)). Host bits must be zero (C(10.0.3.5/24) is refused as ambiguous); C(/0) is
+        refused.
+      - Required to create a fence; when not given, an existing fence keeps its CIDRs. The order does not
+        matter.
+    type: list
+    elements: str
+  network_fence_class:
+    description:
+      - The NetworkFenceClass of the fence (C(spec.networkFenceClassName)); it must exist. Immutable.
+      - Mutually exclusive with O(driver).
+    type: str
+  driver:
+    description:
+      - The CSI driver (C(spec.driver)) in the older, deprecated shape; requires O(secret). Immutable.
+    type: str
+  secret:
+    description:
+      - The secret the driver uses to fence (C(spec.secret)), with the older shape. Immutable.
+    type: dict
+    suboptions:
+      name:
+        description: Name of the secret.
+        type: str
+        required: true
+      namespace:
+        description: Its namespace.
+        type: str
+        required: true
+  parameters:
+    description:
+      - Driver parameters (C(spec.parameters)) with the older shape, for ceph-csi C(clusterID). Values are strings.
+        Immutable.
+    type: dict
+  labels:
+    description:
+      - Labels of the fence. Only the labels given are managed; others are left alone.
+    type: dict
+  force:
+    description:
+      - Fence CIDRs that cover an address of a Ready node, which cuts a healthy node off its storage.
+      - With O(state=absent), delete a Fenced fence without unfencing it first.
+    type: bool
+    default: false
+  wait:
+    description:
+      - Wait for the controller's result (C(status.result)) of each created or changed fence, and until
+        deleted fences are gone.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait. A fence without result by then fails the module.
+    type: int
+    default: 120
+  wait_sleep:
+    description:
+      - Seconds between checks while waiting (one request for all fences).
+    type: int
+    default: 2
+  parallel:
+    description:
+      - How many writes are in flight at once when many fences change.
+    type: int
+    default: 16
+notes:
+  - The upstream status has no C(observedGeneration). Before it changes the spec of an existing fence and
+    waits, the module clears C(status.result) and C(status.message), so that it sees the controller's answer to
+    this change and not the previous one. That needs the right to patch C(networkfences/status).
+  - Fencing is only as safe as its CIDRs. A node's own CIDR fences every client on it, including healthy pods'
+    volumes of other drivers that use the same storage.
+seealso:
+  - module: volfence.csi.networkfence_info
+  - module: volfence.csi.ceph_blocklist
+  - name: CSI-Addons NetworkFence
+    description: The NetworkFence API and controller.
+    link: https://github.com/csi-addons/kubernetes-csi-addons/blob/main/docs/networkfence.md
+'''
+
+EXAMPLES = r'''
+- name: Fence a failed node (its InternalIP) through a NetworkFenceClass
+  volfence.csi.networkfence:
+    name: fence-worker-3
+    network_fence_class: rbd-fence
+    cidrs: [10.0.3.12/32]
+    fence_state: Fenced
+
+- name: Fence with the older shape (driver, secret, parameters in the fence)
+  volfence.csi.networkfence:
+    name: fence-worker-3
+    driver: rbd.csi.ceph.com
+    secret:
+      name: rook-csi-rbd-provisioner
+      namespace: rook-ceph
+    parameters:
+      clusterID: rook-ceph
+    cidrs: [10.0.3.12/32]
+    fence_state: Fenced
+
+- name: Lift the fence once the node has been rebooted
+  volfence.csi.networkfence:
+    name: fence-worker-3
+    fence_state: Unfenced
+
+- name: Build one fence entry per node (node_ips maps node names to InternalIPs)
+  ansible.builtin.set_fact:
+    node_fences: "{{ node_fences | default([]) + [{'name': 'fence-' ~ item.key, 'cidrs': [item.value ~ '/32']}] }}"
+  loop: "{{ node_ips | dict2items }}"
+
+- name: One Unfenced fence per node, in one call; fencing a node later only flips its fence_state
+  volfence.csi.networkfence:
+    network_fence_class: rbd-fence
+    fence_state: Unfenced
+    wait: false
+    fences: "{{ node_fences }}"
+
+- name: Many fences given as a list
+  volfence.csi.networkfence:
+    network_fence_class: rbd-fence
+    fence_state: Unfenced
+    fences:
+      - {name: fence-worker-1, cidrs: [10.0.3.11/32]}
+      - {name: fence-worker-2, cidrs: [10.0.3.12/32]}
+      - {name: fence-worker-3, cidrs: [10.0.3.13/32], fence_state: Fenced}
+
+- name: Remove a fence (unfenced first if it is Fenced)
+  volfence.csi.networkfence:
+    name: fence-worker-3
+    state: absent
+'''
+
+RETURN = r'''
+fences:
+  description: Every fence of the call, in the order given, as it is after the run (predicted in check mode).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Its name.
+      type: str
+    action:
+      description: V(create), V(update), V(delete), V(unfence_and_delete) or V(none).
+      type: str
+    why:
+      description: Why that action.
+      type: str
+    changed:
+      description: Whether it was (in check mode, would be) changed.
+      type: bool
+    state:
+      description: V(present) or V(absent) after the run.
+      type: str
+    outcome:
+      description: The controller's result that the module waited for (V(Succeeded), V(Failed)), or null.
+      type: str
+    fence_state:
+      description: C(spec.fenceState).
+      type: str
+    cidrs:
+      description: C(spec.cidrs).
+      type: list
+      elements: str
+    driver:
+      description: The CSI driver, from C(spec.driver) or the class's C(spec.provisioner).
+      type: str
+    network_fence_class:
+      description: C(spec.networkFenceClassName), or null.
+      type: str
+    secret:
+      description: C(spec.secret) (C(name), C(namespace)), or null.
+      type: dict
+    parameters:
+      description: C(spec.parameters).
+      type: dict
+    labels:
+      description: Its labels.
+      type: dict
+    result:
+      description: C(status.result).
+      type: str
+    message:
+      description: C(status.message).
+      type: str
+    conditions:
+      description: C(status.conditions).
+      type: list
+      elements: dict
+    finalizers:
+      description: Its finalizers.
+      type: list
+      elements: str
+    deletion_timestamp:
+      description: When its deletion was requested, or null.
+      type: str
+    generation:
+      description: C(metadata.generation).
+      type: int
+    nodes:
+      description: The nodes with an address inside its CIDRs, each with C(name), C(ready) (the Ready
+        condition), C(addresses) and C(cidrs) (the CIDRs that cover it).
+      type: list
+      elements: dict
+      sample: [{name: node-b, ready: "Unknown", addresses: [10.0.3.12], cidrs: [10.0.3.12/32]}]
+    error:
+      description: What went wrong with this fence (the module then fails).
+      type: str
+summary:
+  description: How many fences were created, updated, deleted, left unchanged, and failed.
+  returned: always
+  type: dict
+  sample: {created: 1000, updated: 0, deleted: 0, unchanged: 0, failed: 0}
+diff:
+  description: The changed fences' specs before and after (by name).
+  returned: when diff mode is on
+  type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+    K8sError,
+    check_requirements,
+    connect,
+    k8s_argument_spec,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+    CREATE,
+    DELETE,
+    NONE,
+    UNFENCE_DELETE,
+    UPDATE,
+    build_requests,
+    summary,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
+
+SECRET_SPEC = dict(name=dict(type='str', required=True), namespace=dict(type='str', required=True))
+
+
+def argument_spec():
+    entry = dict(
+        name=dict(type='str', required=True),
+        cidrs=dict(type='list', elements='str'),
+        state=dict(type='str', choices=['present', 'absent']),
+        fence_state=dict(type='str', choices=['Fenced', 'Unfenced']),
+        network_fence_class=dict(type='str'),
+        driver=dict(type='str'),
+        secret=dict(type='dict', options=SECRET_SPEC),
+        parameters=dict(type='dict'),
+        labels=dict(type='dict'),
+    )
+    return k8s_argument_spec(
+        name=dict(type='str'),
+        fences=dict(type='list', elements='dict', options=entry),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        fence_state=dict(type='str', choices=['Fenced', 'Unfenced']),
+        cidrs=dict(type='list', elements='str'),
+        network_fence_class=dict(type='str'),
+        driver=dict(type='str'),
+        secret=dict(type='dict', options=SECRET_SPEC),
+        parameters=dict(type='dict'),
+        labels=dict(type='dict'),
+        force=dict(type='bool', default=False),
+        wait=dict(type='bool', default=True),
+        wait_timeout=dict(type='int', default=120),
+        wait_sleep=dict(type='int', default=2),
+        parallel=dict(type='int', default=16),
+    )
+
+
+def fence_result(plan, fences, check_mode):
+    """The module's result for one plan."""
+    obj = plan.obj
+    if check_mode and plan.action == CREATE:
+        obj = plan.body
+    report = fences.report(obj) if obj is not None else dict(name=plan.name)
+    if check_mode and plan.action == UPDATE:
+        after = plan.after()
+        report.update(fence_state=after['fenceState'], cidrs=after['cidrs'], labels=after.get('labels') or {},
+                      nodes=fences.index.coverage(after['cidrs']))
+    report.update(action=plan.action, why=plan.why, changed=plan.changed or (check_mode and plan.action != NONE),
+                  outcome=plan.outcome)
+    if plan.action in (DELETE, UNFENCE_DELETE):
+        report['state'] = 'absent' if (plan.gone or check_mode) else 'present'
+    else:
+        report['state'] = 'absent' if obj is None else 'present'
+    if plan.error:
+        report['error'] = plan.error
+    return report
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        mutually_exclusive=[('name', 'fences'), ('cidrs', 'fences'), ('network_fence_class', 'driver')],
+        required_one_of=[('name', 'fences')],
+        supports_check_mode=True,
+    )
+    check_requirements(module)
+    p = module.params
+    try:
+        for key in ('wait_timeout',):
+            if p[key] < 0:
+                raise ValueError('%s must be zero or more seconds' % key)
+        if p['wait_sleep'] < 1 or p['parallel'] < 1:
+            raise ValueError('wait_sleep and parallel must be at least 1')
+        requests = build_requests(p)
+    except ValueError as exc:
+        module.fail_json(msg='%s. Nothing was changed.' % exc)
+
+    fences = None
+    try:
+        api = connect(module)
+        fences = NetworkFences(api, workers=p['parallel'])
+        plans = fences.plan(requests, force=p['force'])
+        failures = []
+        if not module.check_mode:
+            failures = fences.run(plans, wait=p['wait'], wait_timeout=p['wait_timeout'], wait_sleep=p['wait_sleep'])
+    except K8sError as exc:
+        for warning in (fences.warnings if fences else []):
+            module.warn(warning)
+        module.fail_json(**exc.fail_kwargs())
+
+    for warning in fences.warnings:
+        module.warn(warning)
+    results = [fence_result(plan, fences, module.check_mode) for plan in plans]
+    counts = dict(created=0, updated=0, deleted=0, unchanged=0, failed=len(failures))
+    for plan, result in zip(plans, results):
+        if not result['changed']:
+            counts['unchanged'] += 1
+        elif plan.action == CREATE:
+            counts['created'] += 1
+        elif plan.action == UPDATE:
+            counts['updated'] += 1
+        else:
+            counts['deleted'] += 1
+    output = dict(changed=any(r['changed'] for r in results), fences=results, summary=counts)
+    if module._diff:
+        before = {}
+        after = {}
+        for plan in plans:
+            if plan.action != NONE:
+                before[plan.name] = summary(plan.existing)
+                after[plan.name] = plan.after()
+        if p['name'] is not None:
+            output['diff'] = dict(before=before.get(p['name']) or {}, after=after.get(p['name']) or {})
+        else:
+            output['diff'] = dict(before=before, after=after)
+    if failures:
+        changed = [r['name'] for r in results if r['changed']]
+        msg = '%d of %d NetworkFence(s) failed: %s' % (len(failures), len(plans), '; '.join(
+            exc.msg for _name, exc in failures[:20]))
+        if len(failures) > 20:
+            msg += '; ... (%d more, see fences[].error)' % (len(failures) - 20)
+        msg += '. %s' % ('Changed anyway: %s' % ', '.join(changed[:20]) + (' ...' if len(changed) > 20 else '')
+                         if changed else 'Nothing was changed.')
+        extra = dict((k, v) for k, v in failures[0][1].fail_kwargs().items() if k != 'msg')
+        module.fail_json(msg=msg, **dict(output, **extra))
+    module.exit_json(**output)
+
+
+if __name__ == '__main__':
+    main()

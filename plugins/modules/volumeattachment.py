@@ -1,0 +1,294 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: volumeattachment
+short_description: Delete stale CSI VolumeAttachments so a volume can attach elsewhere
+version_added: 0.1.0
+description:
+  - Deletes C(storage.k8s.io/v1) VolumeAttachments selected by name, PersistentVolume, node and attacher
+    (combined; at least one is required), by default only the stale ones, as
+    M(volfence.csi.volumeattachment_info) assesses them. A VolumeAttachment left on a failed node keeps a
+    ReadWriteOnce volume from attaching to the node where its pod now runs (C(Multi-Attach error)), and the
+    pod stays in C(ContainerCreating).
+  - Each DELETE carries the uid and resourceVersion of the attachment that was assessed as preconditions,
+    so an attachment that changed meanwhile (or was re-created under the same name) is read and assessed
+    again instead of being deleted blindly.
+  - The external-attacher detaches the volume and removes its finalizer. When it cannot (its node is gone),
+    O(force=true) removes that finalizer (C(external-attacher/<driver>)) once the deletion is older than
+    O(force_grace), and only that finalizer.
+  - With O(wait=true) (the default) the module returns once the attachments are gone.
+  - Deleting an attachment whose volume is in use on a healthy node detaches it under a running pod. That
+    is why O(only_stale=true) is the default; attachments that are not stale are skipped and reported.
+author:
+  - volfence.csi maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - volfence.csi.k8s
+  - volfence.csi.attributes
+  - volfence.csi.k8s.ACTIONGROUP
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reports the attachments that would be deleted and the finalizers that would be removed.
+  diff_mode:
+    support: full
+    details:
+      - The diff lists the selected attachments before and after.
+options:
+  state:
+    description:
+      - V(absent) is the only state; the module deletes attachments; creating them is the attach/detach
+        controller's job.
+    type: str
+    choices: [absent]
+    default: absent
+  name:
+    description:
+      - Name of one VolumeAttachment. If it does not exist the module changes nothing and warns.
+    type: str
+  persistent_volume:
+    description:
+      - Attachments of this PersistentVolume. The module fails if the PersistentVolume does not exist and
+        no attachment refers to it.
+    type: str
+    aliases: [pv]
+  node:
+    description:
+      - Attachments to this node.
+    type: str
+  attacher:
+    description:
+      - Attachments of this CSI driver.
+    type: str
+    aliases: [driver]
+  only_stale:
+    description:
+      - Delete only stale attachments (see M(volfence.csi.volumeattachment_info) for the reasons). Others are
+        skipped and reported with a warning.
+      - V(false) deletes every selected attachment, even one in use on a Ready node.
+    type: bool
+    default: true
+  not_ready_grace:
+    description:
+      - Seconds a node must have been not Ready before its attachments are stale for that reason.
+    type: int
+    default: 300
+  force:
+    description:
+      - Remove the external-attacher's finalizer (C(external-attacher/<driver with every character other
+        than letters, digits and - as ->)) from an attachment whose deletion has been pending for
+        O(force_grace) seconds. Other finalizers are left alone.
+      - Only when the attacher cannot detach (its node is gone or fenced); the storage side may still
+        consider the volume attached to the old node.
+    type: bool
+    default: false
+  force_grace:
+    description:
+      - Seconds a deletion must have been pending before O(force) removes the finalizer. With O(wait), the
+        module waits for that moment (within O(wait_timeout)).
+    type: int
+    default: 60
+  wait:
+    description:
+      - Wait until the deleted attachments are gone.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait. The module fails when an attachment is still there, saying what holds it.
+    type: int
+    default: 120
+  wait_sleep:
+    description:
+      - Seconds between checks while waiting.
+    type: int
+    default: 1
+seealso:
+  - module: volfence.csi.volumeattachment_info
+  - module: volfence.csi.networkfence
+'''
+
+EXAMPLES = r'''
+- name: Delete the stale attachments of a PersistentVolume
+  volfence.csi.volumeattachment:
+    persistent_volume: pvc-0c5f4b2e-6d43-4e41-9d2a-3f1c8f0b9a11
+    not_ready_grace: 60
+
+- name: Preview what would be deleted on a failed node
+  volfence.csi.volumeattachment:
+    node: worker-3
+  check_mode: true
+  diff: true
+
+- name: Delete an attachment the pre-1.24 detach left behind, removing the attacher's finalizer after 30 s
+  volfence.csi.volumeattachment:
+    name: csi-5f0d6c4b8e0c3a1f9e7d2b6a4c8e0f1a3b5d7c9e1f2a4b6c8d0e2f4a6b8c0d2e
+    only_stale: false
+    force: true
+    force_grace: 30
+    wait_timeout: 180
+
+- name: Same connection for every volfence.csi Kubernetes module
+  module_defaults:
+    group/volfence.csi.k8s:
+      kubeconfig: /etc/kubernetes/admin.conf
+  block:
+    - name: Delete stale attachments of the rbd driver on worker-3
+      volfence.csi.volumeattachment:
+        node: worker-3
+        attacher: rbd.csi.ceph.com
+'''
+
+RETURN = r'''
+volumeattachments:
+  description:
+    - The selected attachments as M(volfence.csi.volumeattachment_info) reports them (read again after the
+      changes), each with what was done.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    action:
+      description: V(delete), V(remove_finalizer) (its deletion was stuck), V(wait) (its deletion was already
+        in progress) or V(skip) (not stale).
+      type: str
+    why:
+      description: The reason for the action.
+      type: str
+    changed:
+      description: Whether the module changed (or in check mode would change) it.
+      type: bool
+    gone:
+      description: Whether it no longer exists.
+      type: bool
+    finalizer_removed:
+      description: The finalizer removed by O(force), when one was.
+      type: str
+    error:
+      description: Why it could not be handled (the module then fails).
+      type: str
+deleted:
+  description: Names of the attachments deleted (in check mode, that would be deleted).
+  returned: always
+  type: list
+  elements: str
+kept:
+  description: The selected attachments left alone because they are not stale, each with C(name) and C(why).
+  returned: always
+  type: list
+  elements: dict
+cluster_version:
+  description: The API server's C(gitVersion), or null if it could not be read.
+  returned: always
+  type: str
+diff:
+  description: The names of the selected attachments before and after.
+  returned: when diff mode is on
+  type: dict
+  sample: {before: {volumeattachments: [csi-1a2b]}, after: {volumeattachments: []}}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+    K8sError,
+    check_requirements,
+    connect,
+    k8s_argument_spec,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import DELETE, SKIP
+from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
+
+SELECTORS = ('name', 'persistent_volume', 'node', 'attacher')
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=k8s_argument_spec(
+            state=dict(type='str', default='absent', choices=['absent']),
+            name=dict(type='str'),
+            persistent_volume=dict(type='str', aliases=['pv']),
+            node=dict(type='str'),
+            attacher=dict(type='str', aliases=['driver']),
+            only_stale=dict(type='bool', default=True),
+            not_ready_grace=dict(type='int', default=300),
+            force=dict(type='bool', default=False),
+            force_grace=dict(type='int', default=60),
+            wait=dict(type='bool', default=True),
+            wait_timeout=dict(type='int', default=120),
+            wait_sleep=dict(type='int', default=1),
+        ),
+        required_one_of=[SELECTORS],
+        supports_check_mode=True,
+    )
+    check_requirements(module)
+    p = module.params
+    try:
+        for key in ('name', 'persistent_volume', 'node'):
+            if p[key] is not None:
+                check_object_name(p[key], key)
+        for key in ('not_ready_grace', 'force_grace', 'wait_timeout'):
+            if p[key] < 0:
+                raise ValueError('%s must be zero or more seconds, got %s' % (key, p[key]))
+        if p['wait_sleep'] < 1:
+            raise ValueError('wait_sleep must be at least 1 second')
+    except ValueError as exc:
+        module.fail_json(msg=str(exc) + ' (nothing was changed)')
+
+    try:
+        api = connect(module)
+        vas = VolumeAttachments(api, not_ready_grace=p['not_ready_grace'])
+        vas.read_version()
+        selected = vas.select(*[p[k] for k in SELECTORS])
+        if p['persistent_volume'] is not None:
+            vas.check_pv_exists(p['persistent_volume'], selected)
+        if p['name'] is not None and not selected:
+            vas.warnings.append('VolumeAttachment %s not found%s: nothing to delete' % (
+                p['name'], '' if not any(p[k] for k in SELECTORS[1:]) else ' (or it does not match the other selectors)'))
+        reports = vas.assess_all(selected)
+        results, failures = vas.delete(reports, only_stale=p['only_stale'], force=p['force'],
+                                       force_grace=p['force_grace'], wait=p['wait'], wait_timeout=p['wait_timeout'],
+                                       wait_sleep=p['wait_sleep'], check_mode=module.check_mode)
+    except K8sError as exc:
+        module.fail_json(**exc.fail_kwargs())
+
+    results.sort(key=lambda r: r['name'])
+    for result in results:
+        if result['action'] == SKIP:
+            vas.warnings.append('VolumeAttachment %s skipped: %s' % (result['name'], result['why']))
+    for warning in vas.warnings:
+        module.warn(warning)
+    before = sorted(r['name'] for r in reports)
+    output = dict(
+        changed=any(r['changed'] for r in results),
+        volumeattachments=results,
+        deleted=[r['name'] for r in results if r['changed'] and r['action'] == DELETE],
+        kept=[dict(name=r['name'], why=r['why']) for r in results if r['action'] == SKIP],
+        cluster_version=vas.git_version,
+    )
+    if module._diff:
+        after = [r['name'] for r in results if not r['gone'] and not (module.check_mode and r['changed'])]
+        output['diff'] = dict(before=dict(volumeattachments=before), after=dict(volumeattachments=after))
+    if failures:
+        first = failures[0][1]
+        msg = '%d of %d selected VolumeAttachment(s) could not be handled: %s' % (
+            len(failures), len(results), '; '.join('%s: %s' % (name, exc.msg) for name, exc in failures))
+        done = [r['name'] for r in results if r['changed']]
+        if done:
+            msg += ' (changed anyway: %s)' % ', '.join(done)
+        module.fail_json(msg=msg, **dict(output, **dict((k, v) for k, v in first.fail_kwargs().items() if k != 'msg')))
+    module.exit_json(**output)
+
+
+if __name__ == '__main__':
+    main()
