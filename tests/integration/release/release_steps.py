@@ -10,7 +10,7 @@ Steps, in order:
   galaxy-build    ansible-galaxy collection build: nothing of .venv/.lab*/.cache/tests/output/...
                   inside, every module and the EE metadata inside, size measured
   galaxy-install  the tarball installs offline (--no-deps) into an empty collections path
-  module-docs     ansible-doc of every module, resolved from that installed copy
+  module-docs     ansible-doc of every module (and filter/lookup/... plugin), from that installed copy
   module-run      every module runs from the installed copy (ad hoc, argument validation), and
                   ceph_blocklist_info refuses a missing keyring before contacting any cluster
   ee-introspect   ansible-builder introspect on the installed copy (+ kubernetes.core): the
@@ -113,6 +113,10 @@ class Release(object):
         env["NO_COLOR"] = "1"
         env.pop("ANSIBLE_STDOUT_CALLBACK", None)
         if isolated:
+            # Nothing of a lab or a user's cluster reaches the modules run from the built copy.
+            for name in list(env):
+                if name.startswith(("CEPH_", "K8S_AUTH_")) or name == "KUBECONFIG":
+                    del env[name]
             env["ANSIBLE_CONFIG"] = self.cfg
             env["ANSIBLE_COLLECTIONS_PATH"] = collections_path or self.collections
         return env
@@ -252,31 +256,59 @@ class Release(object):
                              % (self.fqcn, where, self.collections))
         return "%s %s installed into an empty collections path (offline, --no-deps)" % (self.fqcn, version)
 
+    def plugin_docs(self, root, plugin_type, names):
+        """ansible-doc --json for `names` (one call; one call per plugin to pinpoint a failure)."""
+        problems = []
+        fqcns = ["%s.%s" % (self.fqcn, n) for n in names]
+        proc = self.run([self.tool("ansible-doc"), "-t", plugin_type, "--json"] + fqcns, isolated=True)
+        docs = {}
+        if proc.returncode == 0 and proc.stdout.strip().startswith("{"):
+            docs = json.loads(proc.stdout)
+        if set(docs) != set(fqcns):
+            for fqcn in fqcns:
+                one = self.run([self.tool("ansible-doc"), "-t", plugin_type, "--json", fqcn], isolated=True)
+                if one.returncode != 0 or not one.stdout.strip().startswith("{"):
+                    problems.append("%s %s: ansible-doc rc=%d: %s" % (plugin_type, fqcn, one.returncode,
+                                                                      tail(one.output, 8)))
+                else:
+                    docs.update(json.loads(one.stdout))
+        for fqcn in fqcns:
+            doc = (docs.get(fqcn) or {}).get("doc")
+            if doc is None:
+                continue
+            if not doc.get("filename", "").startswith(root + os.sep):
+                problems.append("%s %s: documented from %s, not from the installed copy"
+                                % (plugin_type, fqcn, doc.get("filename")))
+            if not doc.get("short_description"):
+                problems.append("%s %s: no short_description" % (plugin_type, fqcn))
+        return problems
+
     def step_module_docs(self):
         root = self.install()
         modules = self.modules(root)
         if not modules:
             raise StepFailed("the installed collection has no modules")
-        proc = self.expect_ok(self.run([self.tool("ansible-doc"), "-t", "module", "--list", "--json", self.fqcn],
-                                       isolated=True), "ansible-doc --list")
-        listed = sorted(k.split(".")[-1] for k in json.loads(proc.stdout))
-        if listed != modules:
-            raise StepFailed("ansible-doc --list %s gives %s, the collection has %s" % (self.fqcn, listed, modules))
         problems = []
-        for module in modules:
-            proc = self.run([self.tool("ansible-doc"), "-t", "module", "--json", "%s.%s" % (self.fqcn, module)],
-                            isolated=True)
+        counts = []
+        # Modules, and the other documented plugin types the collection has (filter, test, lookup, ...).
+        types = ["module"] + sorted(
+            t for t in ("filter", "test", "lookup", "inventory", "callback", "connection", "become", "cache", "vars")
+            if os.path.isdir(os.path.join(root, "plugins", t)))
+        for plugin_type in types:
+            proc = self.run([self.tool("ansible-doc"), "-t", plugin_type, "--list", "--json", self.fqcn], isolated=True)
             if proc.returncode != 0 or not proc.stdout.strip().startswith("{"):
-                problems.append("%s: ansible-doc rc=%d: %s" % (module, proc.returncode, tail(proc.output, 8)))
+                problems.append("ansible-doc -t %s --list %s rc=%d: %s" % (plugin_type, self.fqcn, proc.returncode,
+                                                                         tail(proc.output, 8)))
                 continue
-            doc = json.loads(proc.stdout)["%s.%s" % (self.fqcn, module)]["doc"]
-            if not doc.get("filename", "").startswith(root + os.sep):
-                problems.append("%s: documented from %s, not from the installed copy" % (module, doc.get("filename")))
-            if not doc.get("short_description"):
-                problems.append("%s: no short_description" % module)
+            listed = sorted(k[len(self.fqcn) + 1:] for k in json.loads(proc.stdout))
+            if plugin_type == "module" and listed != modules:
+                problems.append("ansible-doc --list %s gives %s, the collection has %s" % (self.fqcn, listed, modules))
+            if listed:
+                problems.extend(self.plugin_docs(root, plugin_type, listed))
+                counts.append("%d %s" % (len(listed), plugin_type if len(listed) == 1 else plugin_type + "s"))
         if problems:
             raise StepFailed("ansible-doc:\n" + "\n".join(problems))
-        return "%d modules documented from the installed copy: %s" % (len(modules), ", ".join(modules))
+        return "%s documented from the installed copy (modules: %s)" % (", ".join(counts), ", ".join(modules))
 
     def adhoc(self, module, args, check=False):
         cmd = [self.tool("ansible"), "localhost", "-m", "%s.%s" % (self.fqcn, module), "-a", json.dumps(args)]
