@@ -17,8 +17,8 @@
 #   antsibull-docs collection --use-current --squash-hierarchy --output-format simplified-rst
 #       --fail-on-error --no-add-antsibull-docs-version --cleanup everything volfence.csi
 #   antsibull-docs lint-collection-docs --plugin-docs <tree>
-# "simplified-rst" is standalone reStructuredText (one <module>_module.rst per module and an
-# index.rst) that reads without Sphinx. No version stamp is written, so the output only changes
+# "simplified-rst" is standalone reStructuredText (one <name>_<type>.rst per plugin, e.g.
+# rbd_watchers_module.rst, and an index.rst) that reads without Sphinx. No version stamp is written, so the output only changes
 # when the documentation does.
 #
 # Exit status: 0 rendered and clean (with --check: and docs/modules/ is up to date);
@@ -71,6 +71,30 @@ export ANSIBLE_NOCOLOR=1
 export PATH="$VENV/bin:$PATH"
 cd "$TMP"
 
+# The collections galaxy.yml depends on (kubernetes.core: doc fragments), copied beside it from where
+# ansible finds them (the `ansible` package). A copy, because antsibull-docs' linter copies a
+# dependency with `git ls-files` when it sits inside a git work tree, as .venv does inside this
+# checkout: it would copy nothing of it.
+"$VENV/bin/python" - "$TREE/galaxy.yml" "$TMP/collections" <<'PYEOF' || { echo "build_docs.sh: could not copy the dependencies" >&2; exit 2; }
+import json, os, shutil, subprocess, sys
+import yaml
+galaxy, dest = sys.argv[1], sys.argv[2]
+deps = sorted((yaml.safe_load(open(galaxy)) or {}).get('dependencies') or {})
+if deps:
+    out = subprocess.run(['ansible-galaxy', 'collection', 'list', '--format', 'json'],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True).stdout
+    listed = json.loads(out[out.index('{'):]) if '{' in out else {}
+    for dep in deps:
+        where = [path for path, cols in listed.items() if dep in cols and not path.startswith(dest)]
+        if not where:
+            sys.exit('build_docs.sh: dependency %s not installed (the `ansible` package brings it)' % dep)
+        namespace, name = dep.split('.')
+        target = os.path.join(dest, 'ansible_collections', namespace, name)
+        if not os.path.exists(target):
+            shutil.copytree(os.path.join(where[0], namespace, name), target,
+                            ignore=shutil.ignore_patterns('__pycache__', 'tests'))
+PYEOF
+
 out="$TMP/rendered"
 mkdir -p "$out"
 if ! "$ANTSIBULL_DOCS" collection --use-current --squash-hierarchy --fail-on-error \
@@ -88,7 +112,7 @@ if ! "$ANTSIBULL_DOCS" lint-collection-docs --plugin-docs "$TREE" >"$TMP/lint.lo
     status=3
 fi
 
-count="$(find "$out" -name '*_module.rst' | wc -l)"
+count="$(find "$out" -name '*_*.rst' | wc -l)"
 if [ "$check" = 1 ]; then
     if [ ! -d "$dest" ]; then
         echo "build_docs.sh: $dest does not exist: run scripts/build_docs.sh" >&2
@@ -100,12 +124,12 @@ if [ "$check" = 1 ]; then
         sed -e "s|$out|rendered|g" -e "s|$REPO/||g" "$TMP/diff.log" >&2
         exit 3
     fi
-    echo "build_docs.sh: ${dest#"$REPO"/} is up to date ($count modules)"
+    echo "build_docs.sh: ${dest#"$REPO"/} is up to date ($count plugin pages)"
 else
     mkdir -p "$dest"
     # Replace the folder's content: docs of removed plugins go too.
     find "$dest" -mindepth 1 -maxdepth 1 -name '*.rst' -delete
     cp "$out"/*.rst "$dest/"
-    echo "build_docs.sh: rendered $count module pages into ${dest#"$REPO"/}"
+    echo "build_docs.sh: rendered $count plugin pages into ${dest#"$REPO"/}"
 fi
 exit "$status"
