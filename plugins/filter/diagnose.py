@@ -9,6 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose, table
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses as _node_addresses
 
 
 def diagnose_stuck_pods(pods, events=None, pvcs=None, pvs=None, volumeattachments=None, nodes=None,
@@ -23,9 +24,16 @@ def diagnosis_table(diagnoses):
     return table(diagnoses)
 
 
+def node_addresses(nodes, types=None):
+    """{node name: [IP, ...]} from Node objects, for the node_addresses option of the Ceph modules."""
+    return dict((n["metadata"]["name"], [str(ip) for kind, ip in _node_addresses(n) if not types or kind in types])
+                for n in nodes or [])
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "diagnose_stuck_pods": diagnose_stuck_pods,
             "diagnosis_table": diagnosis_table,
+            "node_addresses": node_addresses,
         }

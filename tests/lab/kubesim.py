@@ -320,12 +320,15 @@ class NodeAgent(object):
             return
         for pv in fuse:
             self.fuse_publish(pod, pv)
-        for pv, image in images:
-            va = self.kube.find("volumeattachments",
-                                attachment_name(pv["spec"]["csi"]["volumeHandle"], pv["spec"]["csi"]["driver"], self.node))
+        for _pvc, pv in volumes:
+            csi = pv["spec"]["csi"]
+            if csi.get("driver") == FUSE_DRIVER:
+                continue  # attachRequired: false
+            va = self.kube.find("volumeattachments", attachment_name(csi["volumeHandle"], csi["driver"], self.node))
             if not va or not va.get("status", {}).get("attached"):
                 self.set_pod_status(pod, "Pending")
                 return  # kubelet waits for the attach before MountDevice
+        for pv, image in images:
             result = self.stage(image, pv["spec"]["csi"]["volumeHandle"])
             if result.get("in_use"):
                 self.set_pod_status(pod, "Pending")

@@ -198,8 +198,31 @@ def seed_001(cfg, node="node-b"):
         "metadata": {"name": name, "finalizers": ["external-attacher/csi-unity-dellemc-com"]},
         "spec": {"attacher": driver, "nodeName": node, "source": {"persistentVolumeName": pv_name}}})
     kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
+    # The workload moved on: its new pod waits for an attachment the old one still blocks.
+    claim = "unity-pvc-" + uuid.uuid4().hex[:5]
+    kube.patch("persistentvolumes", pv_name, {"spec": {"claimRef": {"kind": "PersistentVolumeClaim",
+                                                                    "namespace": NAMESPACE, "name": claim}}})
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": NAMESPACE},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "8Gi"}},
+                 "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound"}}, NAMESPACE, subresource="status")
+    app = "unity-app-" + claim[-5:]
+    moved_to = sorted(n for n in cfg.nodes if n != node)[0]
+    deployment(kube, app, claim, moved_to)
+
+    def stuck():
+        for pod in pods_of(kube, app):
+            events = stuck_events(kube, pod["metadata"]["name"], "Multi-Attach error")
+            if events:
+                return pod, events[0]
+        return None
+    pod, event = wait("the pod to be stuck on the old attachment", stuck, timeout=30)
     return {"scenario": "seed-001", "driver": driver, "volume_handle": handle, "unique_name": unique,
-            "unique_name_length": len(unique), "pv": pv_name, "volumeattachment": name, "node": node}
+            "unique_name_length": len(unique), "pv": pv_name, "pvc": claim, "volumeattachment": name,
+            "node": node, "deployment": app, "stuck_pod": pod["metadata"]["name"],
+            "stuck_node": pod["spec"]["nodeName"], "event": event["message"]}
 
 
 def restart_fuse_plugin(cfg, node):
@@ -220,7 +243,7 @@ def restart_fuse_plugin(cfg, node):
     return killed
 
 
-def seed_002(cfg, node="node-b", app="csi-s3-test-nginx"):
+def seed_002(cfg, node="node-c", app="csi-s3-test-nginx"):
     kube = labmod.kube_client(cfg)
     suffix = uuid.uuid4().hex[:5]
     claim, name = "csi-s3-pvc-" + suffix, app + "-" + suffix

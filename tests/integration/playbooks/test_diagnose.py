@@ -1,0 +1,77 @@
+"""playbooks/diagnose.yml on the lab with all four incidents present at once."""
+
+import json
+import os
+
+import pytest
+
+from conftest import REPO, run_playbook
+
+PLAYBOOK = os.path.join(REPO, "playbooks", "diagnose.yml")
+
+
+@pytest.fixture(scope="module")
+def incidents(lab):
+    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
+        pytest.skip("the lab has no Kubernetes side")
+    for node in lab.nodes:
+        lab.lab("revive-node", node)
+    lab.unblock_all()
+    built = dict((name, json.loads(lab.lab("scenario", name))) for name in ("seed-000", "seed-001", "seed-002", "seed-003"))
+    yield built
+    for node in lab.nodes:
+        lab.lab("revive-node", node)
+    lab.unblock_all()
+
+
+def blocklist_and_objects(lab):
+    return lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
+
+
+def test_diagnose_classifies_every_seed_and_writes_a_report(incidents, lab, lab_inventory, tmp_path):
+    report = tmp_path / "report.json"
+    before = blocklist_and_objects(lab)
+    run = run_playbook(lab_inventory, PLAYBOOK, {"stuck_threshold_seconds": 1, "report_path": str(report)})
+    assert run.rc == 0, run.stdout[-3000:]
+    data = json.loads(report.read_text())
+    by_pod = dict((p["pod"], p) for p in data["pods"])
+    expected = {
+        incidents["seed-000"]["stuck_pod"]: ("seed-000", "playbooks/node_failover.yml", {"failed_node": "node-b"}),
+        incidents["seed-001"]["stuck_pod"]: ("seed-001", "playbooks/volumeattachment_cleanup.yml", None),
+        incidents["seed-002"]["pod"]: ("seed-002", "playbooks/fuse_mount_recovery.yml", None),
+        incidents["seed-003"]["stuck_pod"]: ("seed-003", "playbooks/rbd_lock_cleanup.yml", None),
+    }
+    for pod, (incident, playbook, extra) in expected.items():
+        assert pod in by_pod, "%s not diagnosed; got %s" % (pod, sorted(by_pod))
+        assert by_pod[pod]["incident"] == incident
+        assert by_pod[pod]["next"]["file"] == playbook
+        if extra:
+            assert by_pod[pod]["next"]["extra_vars"] == extra
+    watcher = incidents["seed-000"]["watchers"][0]
+    assert any(watcher in e for e in by_pod[incidents["seed-000"]["stuck_pod"]]["evidence"])
+    assert any("kubelet_lock_magic_node-b" in e for e in by_pod[incidents["seed-003"]["stuck_pod"]]["evidence"])
+    assert data["cluster_version"].startswith("v1.")
+    # The table names the playbook of each stuck pod.
+    table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | report"][0]["msg"]
+    assert any("seed-000" in line and "failed_node=node-b" in line for line in table)
+    # Read-only: the blocklist is as it was.
+    assert blocklist_and_objects(lab) == before
+
+
+def test_diagnose_in_check_mode_changes_nothing(incidents, lab, lab_inventory, tmp_path):
+    from kubeclient import KubeClient, server_from_kubeconfig
+    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
+    since = max([r["seq"] for r in kube.request("GET", "/_emulator/requests").get("items", [])] or [0])
+    before = blocklist_and_objects(lab)
+    run = run_playbook(lab_inventory, PLAYBOOK, {"stuck_threshold_seconds": 1,
+                                                 "report_path": str(tmp_path / "r.json")}, check=True)
+    assert run.rc == 0, run.stdout[-3000:]
+    changed = [r["_task"] for host in ("k8s-api", "ceph-admin") for r in run.results(host)
+               if r.get("changed") and r["_task"] != "Diagnose | write the JSON report"]
+    assert changed == []
+    # The lab's own agents (urllib) keep writing; the collection (the kubernetes client) did not.
+    log = kube.request("GET", "/_emulator/requests", query={"since": since}).get("items", [])
+    ours = [r for r in log if "urllib" not in (r.get("user_agent") or "")]
+    assert ours, "the playbook's reads are in the log"
+    assert [r for r in ours if r["method"] not in ("GET", "HEAD")] == []
+    assert blocklist_and_objects(lab) == before
