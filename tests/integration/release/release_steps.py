@@ -27,6 +27,7 @@ package's collections, e.g. kubernetes.core, stay visible through the Python pat
 """
 
 import argparse
+import concurrent.futures
 import glob
 import json
 import os
@@ -332,8 +333,10 @@ class Release(object):
         validation = ("Unsupported parameters for (%s." % self.fqcn, "missing required arguments",
                       "one of the following is required", "parameters are mutually exclusive",
                       "parameters are required together")
-        for module in modules:
-            rc, result = self.adhoc(module, {"volfence_release_check": 1})
+        # One `ansible` process per module, a few at a time (each is mostly Python start-up).
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            runs = list(pool.map(lambda m: self.adhoc(m, {"volfence_release_check": 1}), modules))
+        for module, (rc, result) in zip(modules, runs):
             msg = result.get("msg", "")
             # ansible-core 2.21 puts "exception": "(traceback unavailable)" in every failure;
             # a crash (import error, exception) shows as MODULE FAILURE / module_stderr / a traceback.
