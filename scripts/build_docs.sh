@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
         --check) check=1 ;;
         --ref) ref="${2:?--ref needs a git ref}"; shift ;;
         --dest) dest="${2:?--dest needs a folder}"; shift ;;
-        -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "build_docs.sh: unknown option: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
