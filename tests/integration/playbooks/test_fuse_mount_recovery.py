@@ -1,0 +1,67 @@
+"""playbooks/fuse_mount_recovery.yml on the lab's seed-002 scenario (real bindfs FUSE mounts)."""
+
+import json
+import os
+import time
+
+import pytest
+
+from conftest import REPO, run_playbook
+
+PLAYBOOK = os.path.join(REPO, "playbooks", "fuse_mount_recovery.yml")
+
+
+def wait_until(predicate, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    return predicate()
+
+
+@pytest.fixture
+def seed_002(lab):
+    from kubeclient import KubeClient, server_from_kubeconfig
+    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
+        pytest.skip("the lab has no Kubernetes side")
+    lab.lab("revive-node", "node-c")
+    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
+    state = json.loads(lab.lab("scenario", "seed-002"))
+    yield state, kube
+    kube.delete("deployments", state["deployment"], "default")
+    for pod in kube.list("pods", "default", label_selector="app=" + state["deployment"]):
+        kube.delete("pods", pod["metadata"]["name"], "default", grace_period=0)
+
+
+def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(seed_002, lab_inventory, tmp_path):
+    state, kube = seed_002
+    extra = {"target_nodes": [state["node"]], "fuse_drivers": [state["driver"]],
+             "report_path": str(tmp_path / "report.json"), "wait_timeout": 60}
+
+    check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
+    assert check.rc == 0, check.stdout[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["check_mode"] is True
+    assert [m["path"] for m in report["nodes"][state["node"]]["unmounted"]] == [state["mount"]]
+    assert report["restarted"] == [state["pod"]]
+    with pytest.raises(OSError):
+        os.stat(state["mount"])  # still dead: check mode unmounted nothing
+    assert kube.find("pods", state["pod"], "default") is not None
+
+    run = run_playbook(lab_inventory, PLAYBOOK, extra)
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["check_mode"] is False and report["restarted"] == [state["pod"]]
+    assert kube.find("pods", state["pod"], "default") is None
+    running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
+               if p["status"].get("phase") == "Running"]
+    assert len(running) == 1 and running[0]["metadata"]["uid"] != state["pod_uid"]
+    # The new pod's volume is a live FUSE mount again.
+    new_mount = state["mount"].replace(state["pod_uid"], running[0]["metadata"]["uid"])
+    assert wait_until(lambda: os.path.isdir(new_mount) and os.listdir(new_mount) is not None)
+
+    again = run_playbook(lab_inventory, PLAYBOOK, extra)
+    assert again.rc == 0
+    assert json.loads((tmp_path / "report.json").read_text())["restarted"] == []
