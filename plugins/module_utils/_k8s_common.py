@@ -25,6 +25,7 @@ __metaclass__ = type
 
 import copy
 import json
+import os
 import sys
 import time
 import traceback
@@ -362,12 +363,20 @@ def connect(module):
     check_requirements(module)
     params = module.params
     auth = dict((name, params[name]) for name in AUTH_ARG_SPEC if params.get(name) is not None)
+    kubeconfig = auth.get('kubeconfig', os.environ.get('K8S_AUTH_KUBECONFIG'))
+    if isinstance(kubeconfig, str) and kubeconfig:
+        paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
+        if paths and not any(os.path.exists(p) for p in paths):
+            raise K8sConfigError('kubeconfig %s does not exist (from the %s); nothing was done' % (
+                ', '.join(paths), 'kubeconfig option' if 'kubeconfig' in auth else 'K8S_AUTH_KUBECONFIG variable'))
     try:
         k8s_client = get_api_client(**auth)
     except CoreException as exc:
         raise K8sConfigError('Could not configure the Kubernetes client: %s. Give kubeconfig (or '
-                             'K8S_AUTH_KUBECONFIG), or host with api_key, or run inside a cluster.' % exc)
-    except Exception as exc:  # pylint: disable=broad-except  (discovery errors, bad kubeconfig content)
+                             'K8S_AUTH_KUBECONFIG), or host with api_key, or run inside a cluster.'
+                             % str(exc).rstrip('.'))
+    except Exception as exc:  # pylint: disable=broad-except
+        # discovery errors, unreachable server, bad kubeconfig content
         raise K8sConnectionError('Could not connect to the Kubernetes API: %s: %s' % (type(exc).__name__, exc))
     api_client = k8s_client.client.client
     return KubeApi(_PoolTransport(api_client), timeout=params.get('request_timeout') or 30,

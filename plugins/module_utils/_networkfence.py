@@ -98,7 +98,7 @@ def normalize_cidr(value):
             loose = ipaddress.ip_network(text, strict=False)
         except ValueError:
             raise ValueError('%r is not an IPv4 or IPv6 CIDR block (e.g. 10.0.3.12/32 or fd00::/120)' % (text,))
-        host = text.split('/')[0]
+        host = text.split('/', 1)[0]
         raise ValueError('%r has host bits set (the network of that prefix is %s): give %s to fence the network, '
                          'or %s/%d for the single address' % (text, loose, loose, host, loose.max_prefixlen))
     if net.prefixlen == 0:
@@ -382,8 +382,7 @@ def _immutable_conflicts(req, existing):
 
     def conflict(field, have, want):
         problems.append('spec.%s is immutable (the CSI-Addons CRD rejects any change: "%s is immutable"); '
-                        'NetworkFence %s has %r and the task asks for %r' % (field, field.split('.')[-1], name,
-                                                                              have, want))
+                        'NetworkFence %s has %r and the task asks for %r' % (field, field, name, have, want))
     have_class = spec.get('networkFenceClassName') or None
     have_driver = spec.get('driver') or None
     if req.get('network_fence_class') is not None and req['network_fence_class'] != have_class:

@@ -424,5 +424,3 @@ class NetworkFences(object):
                     failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
                 return
             self.sleep(wait_sleep)
-
-

@@ -33,7 +33,7 @@ description:
     controller's message when it is C(Failed).
   - Warns when no CSIAddonsNode of the fence's driver is Connected, since nothing would then act on it.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - volfence.csi.k8s
@@ -357,6 +357,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
 )
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
 
+# A reference to a Secret (its name and namespace), not secret data.
 SECRET_SPEC = dict(name=dict(type='str', required=True), namespace=dict(type='str', required=True))
 
 
@@ -368,7 +369,7 @@ def argument_spec():
         fence_state=dict(type='str', choices=['Fenced', 'Unfenced']),
         network_fence_class=dict(type='str'),
         driver=dict(type='str'),
-        secret=dict(type='dict', options=SECRET_SPEC),
+        secret=dict(type='dict', options=SECRET_SPEC, no_log=False),
         parameters=dict(type='dict'),
         labels=dict(type='dict'),
     )
@@ -380,7 +381,7 @@ def argument_spec():
         cidrs=dict(type='list', elements='str'),
         network_fence_class=dict(type='str'),
         driver=dict(type='str'),
-        secret=dict(type='dict', options=SECRET_SPEC),
+        secret=dict(type='dict', options=SECRET_SPEC, no_log=False),
         parameters=dict(type='dict'),
         labels=dict(type='dict'),
         force=dict(type='bool', default=False),

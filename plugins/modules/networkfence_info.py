@@ -20,7 +20,7 @@ description:
     and whether they are Connected).
   - Fails with a clear error when the NetworkFence CRD is not installed, or when O(name) does not exist.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - volfence.csi.k8s

@@ -28,7 +28,7 @@ description:
   - Deleting an attachment whose volume is in use on a healthy node detaches it under a running pod. That
     is why O(only_stale=true) is the default; attachments that are not stale are skipped and reported.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - volfence.csi.k8s

@@ -26,7 +26,7 @@ description:
     attachment, see RV(volumeattachments[].attachment_name_collision).
   - Fails with a clear error for an unknown VolumeAttachment name or an unknown PersistentVolume.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - volfence.csi.k8s

@@ -1,0 +1,286 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+    CREATE,
+    DELETE,
+    NONE,
+    UNFENCE_DELETE,
+    UPDATE,
+    NodeIndex,
+    build_requests,
+    coverage_refusals,
+    fence_driver,
+    fence_outcome,
+    fence_report,
+    normalize_cidr,
+    normalize_cidrs,
+    plan_fence,
+    same_cidrs,
+)
+
+SECRET = dict(name='csi-rbd-secret', namespace='ceph-csi')
+
+
+def params(**kwargs):
+    base = dict(name=None, fences=None, state='present', fence_state=None, cidrs=None, driver=None, secret=None,
+                parameters=None, network_fence_class=None, labels=None)
+    base.update(kwargs)
+    return base
+
+
+def one(**kwargs):
+    return build_requests(params(**kwargs))[0]
+
+
+def fence(name='nf', state='Fenced', cidrs=('10.0.3.12/32',), cls=None, driver='rbd.csi.ceph.com', secret=None,
+          parameters=None, labels=None, status=None, generation=1, deleting=None):
+    spec = dict(fenceState=state, cidrs=list(cidrs))
+    if cls:
+        spec['networkFenceClassName'] = cls
+    else:
+        spec.update(driver=driver, secret=dict(secret or SECRET))
+        if parameters:
+            spec['parameters'] = dict(parameters)
+    meta = dict(name=name, uid='u-' + name, resourceVersion='5', generation=generation,
+                finalizers=['csiaddons.openshift.io/network-fence'])
+    if labels:
+        meta['labels'] = dict(labels)
+    if deleting:
+        meta['deletionTimestamp'] = deleting
+    obj = dict(apiVersion='csiaddons.openshift.io/v1alpha1', kind='NetworkFence', metadata=meta, spec=spec)
+    if status:
+        obj['status'] = status
+    return obj
+
+
+def nodes():
+    def n(name, ip, ready):
+        return dict(metadata=dict(name=name), status=dict(
+            addresses=[dict(type='InternalIP', address=ip), dict(type='Hostname', address=name)],
+            conditions=[dict(type='Ready', status=ready)]))
+    return [n('node-a', '10.0.3.11', 'True'), n('node-b', '10.0.3.12', 'Unknown'), n('node-c', '10.0.3.13', 'True'),
+            n('node-v6', 'fd00::13', 'True')]
+
+
+# --------------------------------------------------------------------------- CIDRs
+
+@pytest.mark.parametrize('value, expected', [
+    ('10.0.3.12/32', '10.0.3.12/32'), ('10.0.3.12', '10.0.3.12/32'), (' 10.0.3.0/24 ', '10.0.3.0/24'),
+    ('fd00::/120', 'fd00::/120'), ('FD00:0:0::0/120', 'fd00::/120'), ('fd00::13', 'fd00::13/128'),
+    ('10.0.0.0/255.255.255.0', '10.0.0.0/24'),
+])
+def test_normalize_cidr(value, expected):
+    assert normalize_cidr(value) == expected
+
+
+@pytest.mark.parametrize('value, message', [
+    ('10.0.3.5/24', "'10.0.3.5/24' has host bits set (the network of that prefix is 10.0.3.0/24): give 10.0.3.0/24 "
+                    "to fence the network, or 10.0.3.5/32 for the single address"),
+    ('fd00::13/120', 'has host bits set (the network of that prefix is fd00::/120)'),
+    ('10.0.3.300/32', 'is not an IPv4 or IPv6 CIDR block'),
+    ('10.0.3.0/33', 'is not an IPv4 or IPv6 CIDR block'),
+    ('node-b', 'is not an IPv4 or IPv6 address or CIDR block'),
+    ('0.0.0.0/0', 'would fence every address'),
+    ('::/0', 'would fence every address'),
+    ('', 'empty CIDR'),
+])
+def test_bad_cidrs(value, message):
+    with pytest.raises(ValueError) as info:
+        normalize_cidr(value)
+    assert message in str(info.value)
+
+
+def test_normalize_cidrs_dedupes_and_lists_every_error():
+    assert normalize_cidrs(['10.0.3.12', '10.0.3.12/32', 'fd00::/120']) == ['10.0.3.12/32', 'fd00::/120']
+    with pytest.raises(ValueError) as info:
+        normalize_cidrs(['10.0.3.5/24', 'x', '10.0.3.12'])
+    assert 'host bits' in str(info.value) and "'x'" in str(info.value)
+
+
+def test_same_cidrs_ignores_order_and_spelling():
+    assert same_cidrs(['10.0.3.12/32', 'fd00::/120'], ['FD00::/120', '10.0.3.12'])
+    assert not same_cidrs(['10.0.3.12/32'], ['10.0.3.13/32'])
+
+
+# --------------------------------------------------------------------------- node coverage
+
+def test_coverage():
+    index = NodeIndex(nodes())
+    assert index.coverage(['10.0.3.12/32']) == [dict(name='node-b', ready='Unknown', addresses=['10.0.3.12'],
+                                                     cidrs=['10.0.3.12/32'])]
+    covered = index.coverage(['10.0.3.0/24', '10.0.3.12/32'])
+    assert [(n['name'], n['ready'], n['cidrs']) for n in covered] == [
+        ('node-a', 'True', ['10.0.3.0/24']), ('node-b', 'Unknown', ['10.0.3.0/24', '10.0.3.12/32']),
+        ('node-c', 'True', ['10.0.3.0/24'])]
+    assert [n['name'] for n in index.coverage(['fd00::/120'])] == ['node-v6']
+    assert index.coverage(['192.168.0.0/16']) == []
+
+
+def test_coverage_refusals_only_for_newly_fenced_ready_nodes():
+    index = NodeIndex(nodes())
+    create = plan_fence(one(name='nf', cidrs=['10.0.3.8/29', '10.0.3.12'], fence_state='Fenced',
+                            network_fence_class='rbd'), None)
+    assert create.newly_fenced == ['10.0.3.8/29', '10.0.3.12/32']
+    refusals = coverage_refusals([create], index)
+    assert refusals == ['NetworkFence nf would fence Ready node(s) node-a (10.0.3.11 via 10.0.3.8/29), '
+                        'node-c (10.0.3.13 via 10.0.3.8/29)']
+    assert coverage_refusals([plan_fence(one(name='nf', cidrs=['10.0.3.12'], fence_state='Fenced',
+                                             network_fence_class='rbd'), None)], index) == []
+    unfenced = plan_fence(one(name='nf', cidrs=['10.0.3.0/24'], fence_state='Unfenced', network_fence_class='x'),
+                          None)
+    assert coverage_refusals([unfenced], index) == []
+    # a fence already Fenced on node-a's address is left alone; adding node-b's is fine
+    existing = fence(cidrs=['10.0.3.11/32'])
+    update = plan_fence(one(name='nf', cidrs=['10.0.3.11/32', '10.0.3.12/32']), existing)
+    assert update.newly_fenced == ['10.0.3.12/32'] and coverage_refusals([update], index) == []
+    # Unfenced -> Fenced re-fences everything
+    flip = plan_fence(one(name='nf', fence_state='Fenced'), fence(state='Unfenced', cidrs=['10.0.3.11/32']))
+    assert flip.newly_fenced == ['10.0.3.11/32'] and len(coverage_refusals([flip], index)) == 1
+
+
+# --------------------------------------------------------------------------- requests
+
+def test_fences_inherit_the_top_level_options():
+    reqs = build_requests(params(fence_state='Unfenced', network_fence_class='rbd', labels=dict(team=1), fences=[
+        dict(name='fence-a', cidrs=['10.0.3.11'], fence_state=None, state=None),
+        dict(name='fence-b', cidrs=['10.0.3.12/32'], fence_state='Fenced')]))
+    assert [(r['name'], r['fence_state'], r['network_fence_class'], r['cidrs']) for r in reqs] == [
+        ('fence-a', 'Unfenced', 'rbd', ['10.0.3.11/32']), ('fence-b', 'Fenced', 'rbd', ['10.0.3.12/32'])]
+    assert reqs[0]['labels'] == dict(team='1') and reqs[0]['state'] == 'present'
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(), 'give name (one fence) or fences (many)'),
+    (dict(name='a', fences=[dict(name='b')]), 'either name (and cidrs) or fences'),
+    (dict(fences=[]), 'fences is empty'),
+    (dict(name='Bad_Name'), 'is not a valid Kubernetes object name'),
+    (dict(fences=[dict(name='a'), dict(name='a')]), 'NetworkFence a is given twice'),
+    (dict(name='a', fence_state='fenced'), 'fence_state must be Fenced or Unfenced'),
+    (dict(name='a', cidrs=[]), 'cidrs is empty'),
+    (dict(name='a', cidrs=['10.0.3.5/24']), 'host bits set'),
+    (dict(name='a', driver='d', network_fence_class='c'), 'not both'),
+    (dict(name='a', network_fence_class='c', secret=SECRET), 'secret belongs in the NetworkFenceClass c'),
+    (dict(name='a', driver='d', secret=dict(name='s')), 'secret needs both name and namespace'),
+    (dict(name='a', driver='d', secret=SECRET, parameters=dict(flag=True)), 'parameters.flag must be a string'),
+    (dict(fences=[dict(name='a', colour='red')]), 'unknown option(s) colour'),
+])
+def test_bad_requests(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        build_requests(params(**kwargs))
+    assert message in str(info.value)
+
+
+def test_every_problem_is_listed_at_once():
+    with pytest.raises(ValueError) as info:
+        build_requests(params(fences=[dict(name='a', cidrs=['x']), dict(name='b', cidrs=['10.0.0.1/8'])]))
+    assert 'NetworkFence a' in str(info.value) and 'NetworkFence b' in str(info.value)
+
+
+# --------------------------------------------------------------------------- plans
+
+def test_create_with_a_class_and_with_the_older_shape():
+    plan = plan_fence(one(name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd',
+                          labels=dict(app='x')), None)
+    assert plan.action == CREATE
+    assert plan.body == dict(apiVersion='csiaddons.openshift.io/v1alpha1', kind='NetworkFence',
+                             metadata=dict(name='nf', labels=dict(app='x')),
+                             spec=dict(fenceState='Fenced', cidrs=['10.0.3.12/32'], networkFenceClassName='rbd'))
+    plan = plan_fence(one(name='nf', cidrs=['10.0.3.12'], fence_state='Unfenced', driver='rbd.csi.ceph.com',
+                          secret=SECRET, parameters=dict(clusterID='lab')), None)
+    assert plan.body['spec'] == dict(fenceState='Unfenced', cidrs=['10.0.3.12/32'], driver='rbd.csi.ceph.com',
+                                     secret=SECRET, parameters=dict(clusterID='lab'))
+    assert plan.newly_fenced == [] and plan.after()['fenceState'] == 'Unfenced'
+
+
+@pytest.mark.parametrize('kwargs, missing', [
+    (dict(cidrs=['10.0.3.12'], network_fence_class='c'), 'fence_state'),
+    (dict(fence_state='Fenced', network_fence_class='c'), 'cidrs'),
+    (dict(fence_state='Fenced', cidrs=['10.0.3.12']), 'network_fence_class (or the deprecated driver with secret)'),
+    (dict(fence_state='Fenced', cidrs=['10.0.3.12'], driver='d'), 'secret (required with driver'),
+])
+def test_create_needs_everything(kwargs, missing):
+    with pytest.raises(ValueError) as info:
+        plan_fence(one(name='nf', **kwargs), None)
+    assert 'NetworkFence nf does not exist; to create it give' in str(info.value) and missing in str(info.value)
+
+
+def test_update_only_what_differs():
+    existing = fence(cidrs=['10.0.3.12/32', 'fd00::/120'], labels=dict(a='1'))
+    assert plan_fence(one(name='nf', cidrs=['fd00::/120', '10.0.3.12'], fence_state='Fenced'), existing).action == NONE
+    assert plan_fence(one(name='nf', driver='rbd.csi.ceph.com', secret=SECRET, labels=dict(a='1')),
+                      existing).action == NONE
+    plan = plan_fence(one(name='nf', fence_state='Unfenced', labels=dict(b='2')), existing)
+    assert plan.action == UPDATE and plan.patch == dict(spec=dict(fenceState='Unfenced'),
+                                                        metadata=dict(labels=dict(b='2')))
+    assert plan.after()['labels'] == dict(a='1', b='2') and plan.after()['cidrs'] == existing['spec']['cidrs']
+    plan = plan_fence(one(name='nf', cidrs=['10.0.3.13']), existing)
+    assert plan.patch == dict(spec=dict(cidrs=['10.0.3.13/32'])) and plan.fence_state == 'Fenced'
+    assert 'cidrs' in plan.why
+
+
+@pytest.mark.parametrize('kwargs, field', [
+    (dict(driver='other.csi.example.com'), 'spec.driver is immutable'),
+    (dict(network_fence_class='rbd'), 'spec.networkFenceClassName is immutable'),
+    (dict(driver='rbd.csi.ceph.com', secret=dict(name='other', namespace='ceph-csi')), 'spec.secret is immutable'),
+    (dict(driver='rbd.csi.ceph.com', secret=SECRET, parameters=dict(clusterID='x')), 'spec.parameters is immutable'),
+])
+def test_immutable_fields_are_explained(kwargs, field):
+    with pytest.raises(ValueError) as info:
+        plan_fence(one(name='nf', **kwargs), fence())
+    assert field in str(info.value) and 'state=absent' in str(info.value)
+
+
+def test_a_fence_being_deleted_cannot_be_updated():
+    with pytest.raises(ValueError) as info:
+        plan_fence(one(name='nf', fence_state='Unfenced'), fence(deleting='2026-11-21T05:00:00Z'))
+    assert 'is being deleted' in str(info.value)
+
+
+def test_absent_unfences_first_unless_forced():
+    assert plan_fence(one(name='nf', state='absent'), None).action == NONE
+    plan = plan_fence(one(name='nf', state='absent'), fence())
+    assert plan.action == UNFENCE_DELETE and plan.patch == dict(spec=dict(fenceState='Unfenced'))
+    assert plan.fence_state == 'Unfenced' and plan.after() is None
+    assert plan_fence(one(name='nf', state='absent'), fence(), force=True).action == DELETE
+    assert plan_fence(one(name='nf', state='absent'), fence(state='Unfenced')).action == DELETE
+    assert plan_fence(one(name='nf', state='absent'), fence(deleting='2026-11-21T05:00:00Z')).action == NONE
+
+
+# --------------------------------------------------------------------------- reading and results
+
+def test_driver_of_both_shapes():
+    classes = dict(rbd=dict(metadata=dict(name='rbd'), spec=dict(provisioner='rbd.csi.ceph.com')))
+    assert fence_driver(fence(cls='rbd'), classes) == 'rbd.csi.ceph.com'
+    assert fence_driver(fence(cls='missing'), classes) is None
+    assert fence_driver(fence(driver='x.example.com'), {}) == 'x.example.com'
+
+
+def test_fence_report():
+    report = fence_report(fence(status=dict(result='Succeeded', message='fencing operation successful')), {},
+                          NodeIndex(nodes()))
+    assert report['result'] == 'Succeeded' and report['secret'] == SECRET and report['network_fence_class'] is None
+    assert [n['name'] for n in report['nodes']] == ['node-b']
+
+
+@pytest.mark.parametrize('status, generation, state, outcome', [
+    (None, 1, 'Fenced', None),
+    (dict(result='Succeeded', message='fencing operation successful'), 1, 'Fenced', 'Succeeded'),
+    (dict(result='Failed', message='rpc error: code = Internal'), 1, 'Fenced', 'Failed'),
+    # the previous answer: the success message of the other state
+    (dict(result='Succeeded', message='fencing operation successful'), 2, 'Unfenced', None),
+    (dict(result='Succeeded', message='unfencing operation successful'), 2, 'Unfenced', 'Succeeded'),
+    # a stand-in's observedGeneration is honoured
+    (dict(result='Succeeded', message='fencing operation successful', observedGeneration=1), 2, 'Fenced', None),
+    (dict(result='Succeeded', message='fencing operation successful', observedGeneration=2), 2, 'Fenced',
+     'Succeeded'),
+])
+def test_fence_outcome(status, generation, state, outcome):
+    assert fence_outcome(fence(state=state, status=status, generation=generation), state) == outcome

@@ -1,0 +1,288 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sNotInstalled, K8sRefused
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+    CREATE,
+    NONE,
+    UNFENCE_DELETE,
+    UPDATE,
+    build_requests,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import (
+    SERVED,
+    FakeKube,
+    api_for,
+)
+
+SECRET = dict(name='csi-rbd-secret', namespace='ceph-csi')
+DRIVER = 'rbd.csi.ceph.com'
+
+
+def params(**kwargs):
+    base = dict(name=None, fences=None, state='present', fence_state=None, cidrs=None, driver=None, secret=None,
+                parameters=None, network_fence_class=None, labels=None)
+    base.update(kwargs)
+    return base
+
+
+class Controller(object):
+    """A CSI-Addons controller stand-in: answers each new generation of a fence (Failed for CIDRs in
+    `refuse`), adds and removes its finalizer."""
+
+    def __init__(self, refuse=(), silent=False):
+        self.refuse = set(refuse)
+        self.silent = silent
+        self.observed = {}
+
+    def __call__(self, fake, method, plural, obj):
+        if plural != 'networkfences':
+            return
+        meta = obj['metadata']
+        if method == 'DELETE' and meta.get('deletionTimestamp'):
+            del fake.store[plural][(None, meta['name'])]
+            return
+        if self.silent or self.observed.get(meta['name']) == meta.get('generation'):
+            return
+        self.observed[meta['name']] = meta.get('generation')
+        meta['finalizers'] = ['csiaddons.openshift.io/network-fence']
+        bad = [c for c in obj['spec']['cidrs'] if c in self.refuse]
+        state = obj['spec']['fenceState']
+        if bad:
+            obj['status'] = dict(result='Failed', message='rpc error: code = Internal desc = cannot %s %s' % (
+                'fence' if state == 'Fenced' else 'unfence', bad[0]))
+        else:
+            obj['status'] = dict(result='Succeeded', message='%s operation successful' % (
+                'fencing' if state == 'Fenced' else 'unfencing'))
+
+
+def cluster(controller=None, served=None, connected=True):
+    fake = FakeKube(served=served)
+    for name, ip, ready in (('node-a', '10.0.3.11', 'True'), ('node-b', '10.0.3.12', 'Unknown'),
+                            ('node-c', '10.0.3.13', 'True')):
+        fake.add('nodes', dict(metadata=dict(name=name), status=dict(
+            addresses=[dict(type='InternalIP', address=ip)], conditions=[dict(type='Ready', status=ready)])))
+        fake.add('csiaddonsnodes', dict(metadata=dict(name='%s-rbd' % name, namespace='ceph-csi'), spec=dict(
+            driver=dict(name=DRIVER, nodeID=name, endpoint='pod://x:9070'))),
+            status=dict(state='Connected' if connected else 'Failed'))
+    fake.add('networkfenceclasses', dict(metadata=dict(name='rbd'), spec=dict(
+        provisioner=DRIVER, parameters={'clusterID': 'lab'})))
+    if controller is not None:
+        fake.hooks.append(controller)
+    fences = NetworkFences(api_for(fake), workers=4, sleep=lambda s: None, clock=Ticker())
+    return fake, fences
+
+
+class Ticker(object):
+    """A clock that advances a second per reading."""
+
+    def __init__(self):
+        self.t = 0
+
+    def __call__(self):
+        self.t += 1
+        return self.t
+
+
+def plan_and_run(nf, wait=True, force=False, wait_timeout=30, **kwargs):
+    plans = nf.plan(build_requests(params(**kwargs)), force=force)
+    failures = nf.run(plans, wait=wait, wait_timeout=wait_timeout, wait_sleep=1)
+    return plans, failures
+
+
+def test_crd_not_installed_is_a_clear_error_and_writes_nothing():
+    served = dict(SERVED)
+    del served['csiaddons.openshift.io/v1alpha1']
+    fake, fences = cluster(served=served)
+    with pytest.raises(K8sNotInstalled) as info:
+        fences.plan(build_requests(params(name='nf', cidrs=['10.0.3.12'], fence_state='Fenced',
+                                          network_fence_class='rbd')))
+    assert 'NetworkFence CRD (networkfences.csiaddons.openshift.io) is not installed' in info.value.msg
+    assert fake.writes() == []
+
+
+def test_many_fences_then_a_second_run_writes_nothing():
+    fake, fences = cluster()
+    entries = [dict(name='fence-%02d' % i, cidrs=['10.1.0.%d' % i]) for i in range(1, 31)]
+    plans, failures = plan_and_run(fences, wait=False, fences=entries, fence_state='Unfenced',
+                                   network_fence_class='rbd')
+    assert failures == [] and [p.action for p in plans] == [CREATE] * 30 and all(p.changed for p in plans)
+    assert len(fake.writes()) == 30 and len(fake.store['networkfences']) == 30
+    before = len(fake.log)
+    _fake, again = fake, NetworkFences(api_for(fake), sleep=lambda s: None)
+    plans = again.plan(build_requests(params(fences=entries, fence_state='Unfenced', network_fence_class='rbd')))
+    assert again.run(plans, wait=False) == []
+    assert [p.action for p in plans] == [NONE] * 30
+    new = fake.log[before:]
+    assert [e[0] for e in new] == ['GET'] * len(new)
+    # discovery, one LIST of fences, discovery + LIST of classes, one LIST of nodes
+    assert len(new) == 5
+
+
+def test_create_and_wait_for_success():
+    fake, fences = cluster(Controller())
+    plans, failures = plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced',
+                                   network_fence_class='rbd')
+    assert failures == [] and plans[0].outcome == 'Succeeded'
+    report = fences.report(plans[0].obj)
+    assert report['driver'] == DRIVER and [n['name'] for n in report['nodes']] == ['node-b']
+    assert fences.warnings == []
+
+
+def test_the_controller_failure_message_fails_the_fence():
+    fake, fences = cluster(Controller(refuse=['10.0.3.12/32']))
+    plans, failures = plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced',
+                                   network_fence_class='rbd')
+    assert len(failures) == 1 and plans[0].outcome == 'Failed'
+    assert 'the CSI-Addons controller reports Failed (Fenced): rpc error: code = Internal desc = cannot fence ' \
+           '10.0.3.12/32' in failures[0][1].msg
+
+
+def test_an_update_clears_the_previous_answer_first():
+    fake, fences = cluster(Controller())
+    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
+    del fake.log[:]
+    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    plans, failures = plan_and_run(fences, name='nf', cidrs=['10.0.3.12', '10.0.3.14'])
+    assert failures == [] and plans[0].action == UPDATE and plans[0].outcome == 'Succeeded'
+    patches = [(e[1], e[3]) for e in fake.writes()]
+    assert patches[0] == ('/apis/csiaddons.openshift.io/v1alpha1/networkfences/nf/status',
+                          dict(status=dict(result=None, message=None)))
+    assert patches[1][1]['spec'] == dict(cidrs=['10.0.3.12/32', '10.0.3.14/32'])
+    assert patches[1][1]['metadata']['resourceVersion']
+
+
+def test_without_wait_the_status_is_left_alone():
+    fake, fences = cluster(Controller())
+    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
+    del fake.log[:]
+    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    plans, failures = plan_and_run(fences, wait=False, name='nf', fence_state='Unfenced')
+    assert failures == [] and [e[1] for e in fake.writes()] == ['/apis/csiaddons.openshift.io/v1alpha1/networkfences/nf']
+
+
+def test_a_conflict_is_retried_after_a_re_read():
+    fake, fences = cluster(Controller())
+    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
+    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake.faults = [dict(method='PATCH', path='/networkfences/nf', status=409, reason='Conflict', count=1)]
+    fake.faults[0]['path'] = '/networkfences/nf'
+    del fake.log[:]
+    plans, failures = plan_and_run(fences, wait=False, name='nf', fence_state='Unfenced')
+    assert failures == [] and plans[0].changed
+    assert [e[0] for e in fake.writes()] == ['PATCH', 'PATCH']
+    assert fake.get('networkfences', 'nf')['spec']['fenceState'] == 'Unfenced'
+
+
+def test_persistent_conflicts_fail_clearly_and_change_nothing():
+    fake, fences = cluster(Controller())
+    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
+    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake.faults = [dict(method='PATCH', path='/networkfences/nf', status=409, reason='Conflict', count=99)]
+    plans, failures = plan_and_run(fences, wait=False, name='nf', fence_state='Unfenced')
+    assert len(failures) == 1 and failures[0][1].status == 409 and not plans[0].changed
+    assert 'Failed to update NetworkFence nf: 409 Conflict' in plans[0].error
+    assert fake.get('networkfences', 'nf')['spec']['fenceState'] == 'Fenced'
+
+
+def test_a_lost_create_answer_is_recognised():
+    fake, fences = cluster()
+    fake.faults = [dict(method='POST', status=500, apply=True, count=1)]
+    plans, failures = plan_and_run(fences, wait=False, name='nf', cidrs=['10.0.3.12'], fence_state='Unfenced',
+                                   network_fence_class='rbd')
+    assert failures == [] and plans[0].changed and len(fake.store['networkfences']) == 1
+    assert [e[0] for e in fake.writes()] == ['POST']
+
+
+def test_a_timed_out_create_that_did_not_apply_is_retried():
+    fake, fences = cluster()
+    fake.faults = [dict(method='POST', transport=True, count=1)]
+    plans, failures = plan_and_run(fences, wait=False, name='nf', cidrs=['10.0.3.12'], fence_state='Unfenced',
+                                   network_fence_class='rbd')
+    assert failures == [] and [e[0] for e in fake.writes()] == ['POST', 'POST']
+
+
+def test_a_fence_created_meanwhile_with_another_spec_is_not_overwritten():
+    fake, fences = cluster()
+    plans = fences.plan(build_requests(params(name='nf', cidrs=['10.0.3.12'], fence_state='Unfenced',
+                                              network_fence_class='rbd')))
+    fake.add('networkfences', dict(metadata=dict(name='nf'), spec=dict(
+        fenceState='Fenced', cidrs=['10.9.9.9/32'], networkFenceClassName='rbd')))
+    failures = fences.run(plans, wait=False)
+    assert len(failures) == 1 and 'appeared meanwhile with another spec' in failures[0][1].msg
+
+
+def test_absent_unfences_then_deletes():
+    fake, fences = cluster(Controller())
+    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
+    del fake.log[:]
+    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    plans, failures = plan_and_run(fences, wait=False, name='nf', state='absent')
+    assert failures == [] and plans[0].action == UNFENCE_DELETE and plans[0].outcome == 'Succeeded'
+    writes = [(e[0], e[1].rsplit('/', 1)[-1]) for e in fake.writes()]
+    assert writes == [('PATCH', 'status'), ('PATCH', 'nf'), ('DELETE', 'nf')]
+    assert fake.get('networkfences', 'nf') is None
+
+
+def test_a_failed_unfence_keeps_the_fence():
+    fake, fences = cluster(Controller(refuse=['10.0.3.12/32']))
+    fake.add('networkfences', dict(metadata=dict(name='nf', finalizers=['csiaddons.openshift.io/network-fence']),
+                                   spec=dict(fenceState='Fenced', cidrs=['10.0.3.12/32'],
+                                             networkFenceClassName='rbd')),
+             status=dict(result='Succeeded', message='fencing operation successful'))
+    plans, failures = plan_and_run(fences, name='nf', state='absent')
+    assert len(failures) == 1 and 'the fence was NOT deleted' in failures[0][1].msg
+    assert 'cannot unfence 10.0.3.12/32' in failures[0][1].msg
+    assert fake.get('networkfences', 'nf') is not None
+    assert not any(e[0] == 'DELETE' for e in fake.writes())
+
+
+def test_no_answer_times_out_with_a_hint():
+    fake, fences = cluster(Controller(silent=True), connected=False)
+    plans, failures = plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced',
+                                   network_fence_class='rbd', wait_timeout=5)
+    assert len(failures) == 1
+    assert 'no result from the CSI-Addons controller after wait_timeout=5s (no Connected CSIAddonsNode for driver ' \
+           'rbd.csi.ceph.com)' in failures[0][1].msg
+    assert any('No CSIAddonsNode of driver rbd.csi.ceph.com is Connected (3 known)' in w for w in fences.warnings)
+
+
+def test_ready_nodes_are_refused_unless_forced():
+    fake, fences = cluster()
+    with pytest.raises(K8sRefused) as info:
+        fences.plan(build_requests(params(name='nf', cidrs=['10.0.3.8/29'], fence_state='Fenced',
+                                          network_fence_class='rbd')))
+    assert 'would fence Ready node(s) node-a (10.0.3.11 via 10.0.3.8/29), node-c' in info.value.msg
+    assert 'Nothing was changed' in info.value.msg and fake.writes() == []
+    fences = NetworkFences(api_for(fake), sleep=lambda s: None)
+    plans = fences.plan(build_requests(params(name='nf', cidrs=['10.0.3.8/29'], fence_state='Fenced',
+                                              network_fence_class='rbd')), force=True)
+    assert plans[0].action == CREATE and any('(force=true)' in w for w in fences.warnings)
+
+
+def test_one_bad_fence_refuses_the_whole_call():
+    fake, fences = cluster()
+    fake.add('networkfences', dict(metadata=dict(name='old'), spec=dict(
+        fenceState='Unfenced', cidrs=['10.0.3.12/32'], driver=DRIVER, secret=SECRET)))
+    with pytest.raises(K8sRefused) as info:
+        fences.plan(build_requests(params(network_fence_class='rbd', fence_state='Unfenced', fences=[
+            dict(name='new', cidrs=['10.0.3.13']), dict(name='old'), dict(name='other', network_fence_class='nope',
+                                                                          cidrs=['10.0.3.14'])])))
+    msg = info.value.msg
+    assert 'spec.networkFenceClassName is immutable' in msg and 'NetworkFenceClass nope' in msg
+    assert fake.writes() == []
+
+
+def test_deprecated_shape_warns():
+    fake, fences = cluster()
+    fences.plan(build_requests(params(name='nf', cidrs=['10.0.3.12'], fence_state='Unfenced', driver=DRIVER,
+                                      secret=SECRET)))
+    assert any('deprecated upstream' in w for w in fences.warnings)

@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""networkfence and networkfence_info end to end through AnsibleModule, on a fake API server."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
+from ansible_collections.volfence.csi.plugins.modules import networkfence, networkfence_info
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__networkfence_ops import (
+    Controller,
+    cluster,
+)
+
+
+def warning_texts(out):
+    """The warnings of a result, whatever the ansible-core version's format (strings or summaries)."""
+    texts = []
+    for item in out.get('warnings') or []:
+        texts.append(item if isinstance(item, str) else json.dumps(item))
+    return texts
+
+
+def fresh_warnings(monkeypatch):
+    """ansible-core keeps warnings in a process-wide registry: start each run with an empty one."""
+    from ansible.module_utils.common import warnings as registry
+    for name in ('_global_warnings', '_global_deprecations'):
+        if isinstance(getattr(registry, name, None), dict):
+            monkeypatch.setattr(registry, name, {})
+        elif isinstance(getattr(registry, name, None), list):
+            monkeypatch.setattr(registry, name, [])
+
+
+def run(module, args, monkeypatch, capsys, fake, check=False, diff=False):
+    calls = []
+
+    def fake_connect(mod):
+        calls.append(mod.params)
+        return api_for(fake)
+
+    monkeypatch.setattr(module, 'connect', fake_connect)
+    monkeypatch.setattr(NetworkFences, '__init__', _quick_init)
+    fresh_warnings(monkeypatch)
+    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out), calls
+
+
+_REAL_INIT = NetworkFences.__init__
+
+
+def _quick_init(self, api, workers=16, sleep=None, clock=None):
+    ticks = [0]
+
+    def clock_():
+        ticks[0] += 1
+        return ticks[0]
+    _REAL_INIT(self, api, workers=workers, sleep=lambda s: None, clock=clock_)
+
+
+FENCE = dict(name='nf-b', network_fence_class='rbd', cidrs=['10.0.3.12'], fence_state='Fenced')
+
+
+def test_check_mode_and_diff_then_apply_then_idempotent(monkeypatch, capsys):
+    fake, _fences = cluster(Controller())
+    out, _calls = run(networkfence, FENCE, monkeypatch, capsys, fake, check=True, diff=True)
+    assert out['changed'] and fake.writes() == []
+    assert out['diff'] == dict(before={}, after=dict(fenceState='Fenced', cidrs=['10.0.3.12/32'],
+                                                     networkFenceClassName='rbd'))
+    assert out['fences'][0]['action'] == 'create' and out['fences'][0]['nodes'][0]['name'] == 'node-b'
+    out, _calls = run(networkfence, FENCE, monkeypatch, capsys, fake, diff=True)
+    assert out['changed'] and out['fences'][0]['outcome'] == 'Succeeded'
+    assert out['fences'][0]['result'] == 'Succeeded' and out['summary']['created'] == 1
+    writes = len(fake.writes())
+    out, _calls = run(networkfence, FENCE, monkeypatch, capsys, fake, diff=True)
+    assert not out['changed'] and out['summary']['unchanged'] == 1 and len(fake.writes()) == writes
+    assert out['diff'] == dict(before={}, after={})
+
+
+def test_check_mode_update_predicts_the_result(monkeypatch, capsys):
+    fake, _fences = cluster(Controller())
+    run(networkfence, FENCE, monkeypatch, capsys, fake)
+    writes = len(fake.writes())
+    out, _calls = run(networkfence, dict(name='nf-b', cidrs=['10.0.3.12', '10.0.3.14']), monkeypatch, capsys, fake,
+                      check=True, diff=True)
+    assert out['changed'] and len(fake.writes()) == writes
+    assert out['fences'][0]['cidrs'] == ['10.0.3.12/32', '10.0.3.14/32']
+    assert out['diff']['before']['cidrs'] == ['10.0.3.12/32']
+    assert out['diff']['after']['cidrs'] == ['10.0.3.12/32', '10.0.3.14/32']
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(name='nf', cidrs=['10.0.3.5/24'], fence_state='Fenced', network_fence_class='rbd'), 'host bits set'),
+    (dict(name='nf', cidrs=['not-an-ip'], fence_state='Fenced', network_fence_class='rbd'), 'not an IPv4 or IPv6'),
+    (dict(name='nf', fence_state='fenced'), 'value of fence_state must be one of: Fenced, Unfenced'),
+    (dict(name='nf', fences=[dict(name='x')]), 'mutually exclusive'),
+    (dict(name='nf', driver='d', network_fence_class='c'), 'mutually exclusive'),
+    (dict(fences=[dict(name='a', fence_state='Fenced', cidrs=['10.0.0.1/8'])]), 'host bits set'),
+    (dict(name='nf', wait_sleep=0), 'wait_sleep and parallel must be at least 1'),
+    (dict(cidrs=['10.0.0.1']), 'one of the following is required: name, fences'),
+])
+def test_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
+    fake, _fences = cluster()
+    out, calls = run(networkfence, args, monkeypatch, capsys, fake)
+    assert out['failed'] and message in out['msg'] and calls == [] and fake.log == []
+
+
+def test_refusal_changes_nothing_and_force_overrides(monkeypatch, capsys):
+    fake, _fences = cluster(Controller())
+    args = dict(FENCE, name='nf-a', cidrs=['10.0.3.11'])
+    out, _calls = run(networkfence, args, monkeypatch, capsys, fake)
+    assert out['failed'] and 'would fence Ready node(s) node-a' in out['msg'] and fake.writes() == []
+    out, _calls = run(networkfence, dict(args, force=True), monkeypatch, capsys, fake)
+    assert out['changed'] and any('force=true' in w for w in warning_texts(out))
+
+
+def test_failure_reports_what_was_done(monkeypatch, capsys):
+    fake, _fences = cluster(Controller(refuse=['10.0.3.14/32']))
+    out, _calls = run(networkfence, dict(network_fence_class='rbd', fence_state='Fenced', fences=[
+        dict(name='nf-b', cidrs=['10.0.3.12']), dict(name='nf-d', cidrs=['10.0.3.14'])]), monkeypatch, capsys, fake)
+    assert out['failed'] and out['msg'].startswith('1 of 2 NetworkFence(s) failed: NetworkFence nf-d')
+    assert 'Changed anyway: nf-b, nf-d' in out['msg']
+    assert out['summary'] == dict(created=2, updated=0, deleted=0, unchanged=0, failed=1)
+    assert [f.get('error') is None for f in out['fences']] == [True, False]
+    assert out['object'] == dict(kind='NetworkFence', name='nf-d')
+
+
+def test_absent(monkeypatch, capsys):
+    fake, _fences = cluster(Controller())
+    run(networkfence, FENCE, monkeypatch, capsys, fake)
+    out, _calls = run(networkfence, dict(name='nf-b', state='absent'), monkeypatch, capsys, fake, check=True,
+                      diff=True)
+    assert out['changed'] and out['fences'][0]['action'] == 'unfence_and_delete' and out['diff']['after'] == {}
+    assert fake.get('networkfences', 'nf-b')['spec']['fenceState'] == 'Fenced'
+    out, _calls = run(networkfence, dict(name='nf-b', state='absent'), monkeypatch, capsys, fake)
+    assert out['changed'] and out['fences'][0]['state'] == 'absent' and fake.get('networkfences', 'nf-b') is None
+    out, _calls = run(networkfence, dict(name='nf-b', state='absent'), monkeypatch, capsys, fake)
+    assert not out['changed']
+
+
+def test_api_key_is_never_echoed(monkeypatch, capsys):
+    fake, _fences = cluster(Controller())
+    out, calls = run(networkfence, dict(FENCE, api_key='sha256~SECRETTOKEN'), monkeypatch, capsys, fake)
+    assert 'SECRETTOKEN' not in json.dumps(out) and calls[0]['api_key'] == 'sha256~SECRETTOKEN'
+
+
+def test_info(monkeypatch, capsys):
+    fake, _fences = cluster(Controller())
+    run(networkfence, dict(network_fence_class='rbd', fence_state='Unfenced', fences=[
+        dict(name='nf-a', cidrs=['10.0.3.11']), dict(name='nf-b', cidrs=['10.0.3.12'], fence_state='Fenced')]),
+        monkeypatch, capsys, fake)
+    writes = len(fake.writes())
+    out, _calls = run(networkfence_info, {}, monkeypatch, capsys, fake)
+    assert [f['name'] for f in out['fences']] == ['nf-a', 'nf-b'] and not out['changed']
+    assert out['classes'] == [dict(name='rbd', provisioner='rbd.csi.ceph.com', parameters={'clusterID': 'lab'})]
+    assert sorted(n['node_id'] for n in out['csiaddons_nodes']) == ['node-a', 'node-b', 'node-c']
+    out, _calls = run(networkfence_info, dict(node='node-b'), monkeypatch, capsys, fake)
+    assert [f['name'] for f in out['fences']] == ['nf-b']
+    out, _calls = run(networkfence_info, dict(fence_state='Unfenced', driver='rbd.csi.ceph.com'), monkeypatch,
+                      capsys, fake)
+    assert [f['name'] for f in out['fences']] == ['nf-a']
+    out, _calls = run(networkfence_info, dict(name='nope'), monkeypatch, capsys, fake)
+    assert out['failed'] and out['msg'] == 'NetworkFence nope not found'
+    assert len(fake.writes()) == writes

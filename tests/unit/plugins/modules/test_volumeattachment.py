@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""volumeattachment and volumeattachment_info end to end through AnsibleModule, on a fake API server."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.volfence.csi.plugins.module_utils import _volumeattachment_ops
+from ansible_collections.volfence.csi.plugins.modules import volumeattachment, volumeattachment_info
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__volumeattachment_ops import (
+    VA0,
+    VA1,
+    cluster,
+)
+
+
+def warning_texts(out):
+    """The warnings of a result, whatever the ansible-core version's format (strings or summaries)."""
+    texts = []
+    for item in out.get('warnings') or []:
+        texts.append(item if isinstance(item, str) else json.dumps(item))
+    return texts
+
+
+def fresh_warnings(monkeypatch):
+    """ansible-core keeps warnings in a process-wide registry: start each run with an empty one."""
+    from ansible.module_utils.common import warnings as registry
+    for name in ('_global_warnings', '_global_deprecations'):
+        if isinstance(getattr(registry, name, None), dict):
+            monkeypatch.setattr(registry, name, {})
+        elif isinstance(getattr(registry, name, None), list):
+            monkeypatch.setattr(registry, name, [])
+
+
+def run(module, args, monkeypatch, capsys, fake, clock, check=False, diff=False):
+    calls = []
+
+    def fake_connect(mod):
+        calls.append(mod.params)
+        return api_for(fake)
+
+    real = _volumeattachment_ops.VolumeAttachments.__init__
+
+    def init(self, api, not_ready_grace=300, **_kwargs):
+        real(self, api, not_ready_grace, now=clock.now, sleep=clock.sleep, clock=clock.time)
+
+    monkeypatch.setattr(module, 'connect', fake_connect)
+    monkeypatch.setattr(_volumeattachment_ops.VolumeAttachments, '__init__', init)
+    fresh_warnings(monkeypatch)
+    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out), calls
+
+
+def attacher(fake, method, plural, obj):
+    """The external-attacher: detaches and drops its finalizer once the attachment is deleted."""
+    if plural == 'volumeattachments' and method == 'DELETE' and obj['metadata'].get('deletionTimestamp'):
+        del fake.store[plural][(None, obj['metadata']['name'])]
+
+
+def test_info(monkeypatch, capsys):
+    fake, clock, _vas = cluster()
+    out, _calls = run(volumeattachment_info, {}, monkeypatch, capsys, fake, clock)
+    assert not out['changed'] and out['cluster_version'] == 'v1.30.2' and out['collision_version_affected'] is False
+    by_name = dict((v['name'], v) for v in out['volumeattachments'])
+    assert by_name[VA0]['stale_reasons'] == ['node_not_ready', 'not_in_use'] and not by_name[VA1]['stale']
+    out, _calls = run(volumeattachment_info, dict(stale_only=True), monkeypatch, capsys, fake, clock)
+    assert [v['name'] for v in out['volumeattachments']] == [VA0]
+    out, _calls = run(volumeattachment_info, dict(not_ready_grace=3600), monkeypatch, capsys, fake, clock)
+    assert dict((v['name'], v) for v in out['volumeattachments'])[VA0]['stale_reasons'] == ['not_in_use']
+    assert fake.writes() == []
+
+
+def test_info_on_an_affected_version(monkeypatch, capsys):
+    fake, clock, _vas = cluster(version='v1.23.5+vmware.1')
+    out, _calls = run(volumeattachment_info, dict(node='node-b'), monkeypatch, capsys, fake, clock)
+    assert out['collision_version_affected'] is True
+    collision = out['volumeattachments'][0]['attachment_name_collision']
+    assert collision['version_affected'] is True and collision['affected'] is False   # rbd^h-0 has not the shape
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(name='csi-nope'), 'VolumeAttachment csi-nope not found'),
+    (dict(pv='pv-typo'), 'PersistentVolume pv-typo not found, and no VolumeAttachment refers to it'),
+    (dict(node='Node_B'), 'is not a valid Kubernetes object name'),
+])
+def test_info_bad_input(monkeypatch, capsys, args, message):
+    fake, clock, _vas = cluster()
+    out, _calls = run(volumeattachment_info, args, monkeypatch, capsys, fake, clock)
+    assert out['failed'] and message in out['msg']
+
+
+def test_delete_with_check_diff_then_for_real_then_idempotent(monkeypatch, capsys):
+    fake, clock, _vas = cluster()
+    fake.hooks.append(attacher)
+    out, _calls = run(volumeattachment, dict(attacher='rbd.csi.ceph.com'), monkeypatch, capsys, fake, clock,
+                      check=True, diff=True)
+    assert out['changed'] and out['deleted'] == [VA0] and fake.writes() == []
+    assert out['diff'] == dict(before=dict(volumeattachments=sorted([VA0, VA1])),
+                               after=dict(volumeattachments=[VA1]))
+    assert out['kept'][0]['name'] == VA1 and 'default/web-1' in out['kept'][0]['why']
+    assert any('skipped' in w for w in warning_texts(out))
+    out, _calls = run(volumeattachment, dict(attacher='rbd.csi.ceph.com'), monkeypatch, capsys, fake, clock)
+    assert out['changed'] and out['deleted'] == [VA0] and fake.get('volumeattachments', VA0) is None
+    out, _calls = run(volumeattachment, dict(attacher='rbd.csi.ceph.com'), monkeypatch, capsys, fake, clock)
+    assert not out['changed'] and out['deleted'] == []
+
+
+def test_unknown_name_is_a_warning_unknown_pv_an_error(monkeypatch, capsys):
+    fake, clock, _vas = cluster()
+    out, _calls = run(volumeattachment, dict(name='csi-gone'), monkeypatch, capsys, fake, clock)
+    assert not out.get('failed') and not out['changed'] and 'VolumeAttachment csi-gone not found' in warning_texts(out)[0]
+    out, _calls = run(volumeattachment, dict(pv='pv-typo'), monkeypatch, capsys, fake, clock)
+    assert out['failed'] and 'PersistentVolume pv-typo not found' in out['msg'] and fake.writes() == []
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(), 'one of the following is required: name, persistent_volume, node, attacher'),
+    (dict(node='node-b', state='present'), 'value of state must be one of: absent'),
+    (dict(node='node-b', wait_timeout=-1), 'wait_timeout must be zero or more seconds'),
+    (dict(name='CSI_x'), 'is not a valid Kubernetes object name'),
+])
+def test_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
+    fake, clock, _vas = cluster()
+    out, calls = run(volumeattachment, args, monkeypatch, capsys, fake, clock)
+    assert out['failed'] and message in out['msg'] and calls == []
+
+
+def test_stuck_deletion_fails_with_the_reason_then_force_clears_it(monkeypatch, capsys):
+    fake, clock, _vas = cluster()
+    out, _calls = run(volumeattachment, dict(node='node-b', wait_timeout=3), monkeypatch, capsys, fake, clock)
+    assert out['failed'] and out['changed'] and 'still exists after wait_timeout=3s' in out['msg']
+    assert '(changed anyway: %s)' % VA0 in out['msg']
+    out, _calls = run(volumeattachment, dict(node='node-b', force=True, force_grace=30), monkeypatch, capsys, fake,
+                      clock)
+    assert out['changed'] and out['volumeattachments'][0]['finalizer_removed'] == 'external-attacher/rbd-csi-ceph-com'
+    assert fake.get('volumeattachments', VA0) is None
+
+
+def test_only_stale_false_deletes_a_healthy_one(monkeypatch, capsys):
+    fake, clock, _vas = cluster()
+    fake.hooks.append(attacher)
+    out, _calls = run(volumeattachment, dict(name=VA1, only_stale=False), monkeypatch, capsys, fake, clock)
+    assert out['changed'] and out['deleted'] == [VA1]
