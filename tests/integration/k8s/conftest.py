@@ -1,0 +1,133 @@
+"""Fixtures of the volfence.csi Kubernetes module tests.
+
+By default the tests start an in-process kubeemu (tests/lab/kubeemu) on a free loopback port
+and load the CSI-Addons CRDs into it. With KUBECONFIG set they run against that cluster
+instead, and the emulator-only tests (fault injection, request log, version switching) are
+skipped with a reason. See README.md.
+"""
+
+import json
+import os
+
+import pytest
+
+from k8s_helpers import (
+    CLASSES,
+    EMULATOR_ONLY,
+    FENCES,
+    LAB_DIR,
+    REAL_CLUSTER,
+    TEST_LABEL,
+    VAS,
+    Admin,
+    AnsibleRunner,
+    Kube,
+    KubeError,
+    StandIn,
+    unique,
+)
+
+
+@pytest.fixture(scope="session")
+def target(tmp_path_factory):
+    """{'kubeconfig': path, 'emulator': EmulatorServer or None}."""
+    if REAL_CLUSTER:
+        yield dict(kubeconfig=os.environ["KUBECONFIG"].split(os.pathsep)[0], emulator=None)
+        return
+    from kubeemu.server import EmulatorServer
+    srv = EmulatorServer(port=0).start()
+    try:
+        path = srv.write_kubeconfig(str(tmp_path_factory.mktemp("kube") / "kubeconfig"))
+        yield dict(kubeconfig=path, emulator=srv)
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def kube(target):
+    return Kube(target["kubeconfig"])
+
+
+@pytest.fixture(scope="session")
+def crds(kube, target):
+    """The CSI-Addons CRDs (NetworkFence, NetworkFenceClass, CSIAddonsNode) the lab loads, installed
+    when the cluster does not serve them yet (and removed afterwards if this run installed them)."""
+    with open(os.path.join(LAB_DIR, "crds", "csiaddons.json")) as handle:
+        wanted = json.load(handle)
+    created = []
+    for crd in wanted:
+        name = crd["metadata"]["name"]
+        if kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name) is None:
+            kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            created.append(name)
+    for crd in wanted:
+        plural = crd["spec"]["names"]["plural"]
+        assert _wait(lambda: kube.served("csiaddons.openshift.io/v1alpha1", plural)), plural
+    yield [c["metadata"]["name"] for c in wanted]
+    for name in created:
+        kube.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
+
+
+def _wait(predicate, timeout=30):
+    from k8s_helpers import wait_until
+    return wait_until(predicate, timeout)
+
+
+@pytest.fixture
+def emu(target):
+    """The emulator's admin API; skips the test against a real cluster. Faults cleared around it."""
+    if target["emulator"] is None:
+        pytest.skip(EMULATOR_ONLY)
+    admin = Admin(target["emulator"].url)
+    admin.clear_faults()
+    yield admin
+    admin.clear_faults()
+
+
+@pytest.fixture(scope="session")
+def ansible(target, tmp_path_factory):
+    return AnsibleRunner(tmp_path_factory.mktemp("ansible"), kubeconfig=target["kubeconfig"])
+
+
+@pytest.fixture
+def label():
+    """A label value for this test's objects; everything carrying it is removed afterwards."""
+    return unique("t")
+
+
+@pytest.fixture
+def cleanup(kube, label):
+    """Paths to remove after the test (finalizers first), plus every labelled object."""
+    paths = []
+    yield paths
+    for path in reversed(paths):
+        try:
+            kube.force_delete(path)
+        except KubeError:
+            pass
+    selector = "%s=%s" % (TEST_LABEL, label)
+    for base in (FENCES, CLASSES, VAS, "/api/v1/pods", "/api/v1/persistentvolumes", "/api/v1/nodes"):
+        try:
+            items = kube.list(base, label_selector=selector)
+        except KubeError:
+            continue
+        for obj in items:
+            meta = obj["metadata"]
+            if meta.get("namespace"):
+                path = "/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"])
+            else:
+                path = base + "/" + meta["name"]
+            try:
+                kube.force_delete(path)
+            except KubeError:
+                pass
+
+
+@pytest.fixture
+def stand_in(kube, crds, label):
+    """A CSI-Addons controller stand-in for this test's fences (see k8s_helpers.StandIn)."""
+    controller = StandIn(kube, label)
+    controller.start()
+    yield controller
+    controller.stop.set()
+    controller.join(5)
