@@ -328,7 +328,9 @@ fences:
       description: What went wrong with this fence (the module then fails).
       type: str
 summary:
-  description: How many fences were created, updated, deleted, left unchanged, and failed.
+  description:
+    - How many fences were created, updated, deleted, left unchanged, and failed. A fence that was written and
+      then failed (for example the controller answered C(Failed)) counts as written and as failed.
   returned: always
   type: dict
   sample: {created: 1000, updated: 0, deleted: 0, unchanged: 0, failed: 0}
@@ -451,7 +453,8 @@ def main():
     counts = dict(created=0, updated=0, deleted=0, unchanged=0, failed=len(failures))
     for plan, result in zip(plans, results):
         if not result['changed']:
-            counts['unchanged'] += 1
+            if 'error' not in result:
+                counts['unchanged'] += 1
         elif plan.action == CREATE:
             counts['created'] += 1
         elif plan.action == UPDATE:

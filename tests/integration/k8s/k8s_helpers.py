@@ -220,8 +220,9 @@ class AnsibleRunner(object):
     def command(self, module, args, check=False, diff=False):
         with open(os.path.join(self.tmpdir, "ansible.cfg"), "w") as handle:
             handle.write("[defaults]\nhost_key_checking = False\n")
-        cmd = [os.path.join(VENV_BIN, "ansible"), self.host, "-i", self.inventory, "-m", "volfence.csi." + module,
-               "-a", json.dumps(args)]
+        cmd = [os.path.join(VENV_BIN, "ansible"), self.host, "-i", self.inventory, "-m", "volfence.csi." + module]
+        if args:
+            cmd += ["-a", json.dumps(args)]
         if check:
             cmd.append("--check")
         if diff:
