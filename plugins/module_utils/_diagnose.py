@@ -208,11 +208,11 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
     age = age_seconds(meta.get("creationTimestamp"), now)
     next_step = None
     if incident in PLAYBOOKS:
-        extra = {"namespace": meta["namespace"], "pod": meta["name"]}
+        extra = {"pod_namespace": meta["namespace"], "pod_name": meta["name"]}
         if incident == "seed-000":
             extra = {"failed_node": target.get("failed_node")} if target.get("failed_node") else extra
         elif incident == "seed-002":
-            extra = {"target_nodes": target.get("target_nodes"), "namespace": meta["namespace"]}
+            extra = {"target_nodes": target.get("target_nodes")}
         next_step = {"playbook": "volfence.csi." + PLAYBOOKS[incident].replace(".yml", ""),
                      "file": "playbooks/" + PLAYBOOKS[incident], "extra_vars": extra}
     return {

@@ -1,88 +1,13 @@
-"""Shared fixtures for integration tests that run against the lab (`make lab-up`)."""
+"""Fixtures for integration tests that run against the lab (`make lab-up`)."""
 
-import json
 import os
-import re
-import subprocess
 import sys
-import uuid
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def read_lab_env(lab_dir=None):
-    import lab as labmod  # the lab's own rule for where a lab lives (LAB_DIR, LAB_PREFIX)
-    path = os.path.join(lab_dir or labmod.Config().dir, "env")
-    if not os.path.exists(path):
-        return None
-    env = {}
-    with open(path) as handle:
-        for line in handle:
-            match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
-            if match:
-                env[match.group(1)] = match.group(2).strip("'")
-    return env
-
-
-class Lab(object):
-    """The running lab as tests see it: Ceph CLI access and node-side holders."""
-
-    def __init__(self, env):
-        self.env = env
-        self.dir = env["LAB_DIR"]
-        self.conf = env["CEPH_CONF"]
-        self.keyring = env["CEPH_KEYRING"]
-        self.user = env["CEPH_USER"]
-        self.pool = env.get("CEPH_POOL", "rbd")
-        self.nodes = dict(item.split("=", 1) for item in env["LAB_NODES"].split())
-        self._lab_env = dict(os.environ, LAB_DIR=self.dir, LAB_PREFIX=env["LAB_PREFIX"],
-                             LAB_SLOT=env["LAB_SLOT"], LAB_NODES=env["LAB_NODES"])
-
-    def ceph_args(self):
-        return ["-c", self.conf, "-k", self.keyring, "-n", "client." + self.user]
-
-    def cli(self, tool, *args, check=True):
-        proc = subprocess.run([tool] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
-        if check and proc.returncode != 0:
-            raise AssertionError("%s %s failed rc=%d: %s" % (tool, " ".join(args), proc.returncode, proc.stderr))
-        return proc
-
-    def ceph(self, *args):
-        return self.cli("ceph", *args).stdout
-
-    def rbd(self, *args):
-        return self.cli("rbd", *args).stdout
-
-    def watchers(self, image):
-        return json.loads(self.rbd("status", image, "--format", "json"))["watchers"]
-
-    def new_image(self, prefix="img", size="16"):
-        name = "%s/%s-%s" % (self.pool, prefix, uuid.uuid4().hex[:8])
-        self.rbd("create", name, "--size", size)
-        return name
-
-    def lab(self, *args):
-        proc = subprocess.run(["/usr/bin/python3",
-                               os.path.join(REPO, "tests", "lab", "lab.py")] + list(args),
-                              env=self._lab_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, timeout=120)
-        if proc.returncode != 0:
-            raise AssertionError("lab.py %s failed: %s %s" % (" ".join(args), proc.stdout, proc.stderr))
-        return proc.stdout
-
-    def hold(self, node, image, lock_id=None):
-        args = ["hold", node, image] + (["--lock-id", lock_id] if lock_id else [])
-        return json.loads(self.lab(*args))
-
-    def release(self, node=None, image=None):
-        return self.lab(*(["release"] + ([node] if node else []) + ([image] if image else [])))
-
-    def unblock_all(self):
-        self.ceph("osd", "blocklist", "clear")
+from labtools import Lab, read_lab_env  # noqa: E402  (re-exported for fixtures below)
 
 
 @pytest.fixture(scope="session")
@@ -100,77 +25,6 @@ def clean_lab(lab):
     yield lab
     lab.release()
     lab.unblock_all()
-
-
-# ----------------------------------------------------------------------------- running Ansible
-
-ANSIBLE_BIN = os.path.join(REPO, ".venv", "bin")
-
-
-def ansible_env(extra=None):
-    env = dict(os.environ)
-    env.update({
-        "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".cache", "collections"),
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_STDOUT_CALLBACK": "json",
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_HOST_KEY_CHECKING": "0",
-        "PATH": ANSIBLE_BIN + os.pathsep + env.get("PATH", ""),
-    })
-    env.update(extra or {})
-    return env
-
-
-class AnsibleRun(object):
-    def __init__(self, proc):
-        self.rc = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-        try:
-            self.data = json.loads(proc.stdout[proc.stdout.index("{"):])
-        except ValueError:
-            raise AssertionError("ansible printed no JSON (rc=%d)\nstdout: %s\nstderr: %s"
-                                 % (proc.returncode, proc.stdout, proc.stderr))
-
-    def results(self, host):
-        """Task results of `host`, in play order."""
-        out = []
-        for play in self.data.get("plays", []):
-            for task in play.get("tasks", []):
-                if host in task.get("hosts", {}):
-                    result = dict(task["hosts"][host])
-                    result["_task"] = task["task"]["name"]
-                    out.append(result)
-        return out
-
-    def result(self, host, index=-1):
-        return self.results(host)[index]
-
-
-def run_module(inventory, host, module, args, check=False, diff=False, extra_env=None):
-    """Run one module ad hoc on an inventory host, exactly as a user would at 3 a.m."""
-    cmd = [os.path.join(ANSIBLE_BIN, "ansible"), host, "-i", inventory, "-m", module, "-a", json.dumps(args)]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
-    return AnsibleRun(proc).result(host)
-
-
-def run_playbook(inventory, playbook, extra_vars=None, check=False, diff=False, extra_env=None):
-    cmd = [os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", inventory, playbook]
-    if extra_vars:
-        cmd += ["-e", json.dumps(extra_vars)]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
-    return AnsibleRun(proc)
 
 
 @pytest.fixture(scope="session")

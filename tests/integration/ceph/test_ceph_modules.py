@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import run_module
+from labtools import run_module
 
 BACKENDS = [("ceph-admin", "rados"), ("k8s-api", "cli")]
 

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import run_module
+from labtools import run_module
 
 DRIVER = "ch.ctrox.csi.s3-driver"
 pytestmark = pytest.mark.skipif(shutil.which("bindfs") is None or not os.path.exists("/dev/fuse"),

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from conftest import REPO, run_playbook
+from labtools import REPO, run_playbook
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "diagnose.yml")
 
@@ -19,6 +19,11 @@ def incidents(lab):
     lab.unblock_all()
     built = dict((name, json.loads(lab.lab("scenario", name))) for name in ("seed-000", "seed-001", "seed-002", "seed-003"))
     yield built
+    from kubeclient import KubeClient, server_from_kubeconfig
+    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
+    for state in built.values():
+        if state.get("deployment"):
+            kube.delete("deployments", state["deployment"], "default")
     for node in lab.nodes:
         lab.lab("revive-node", node)
     lab.unblock_all()

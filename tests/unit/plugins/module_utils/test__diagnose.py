@@ -127,7 +127,7 @@ def test_seed_002_dead_fuse_mount_even_when_running():
                             "Transport endpoint is not connected", reason="Unhealthy")]
     [d] = diagnose([running], events, [pvc("s3", "pv-s3")], [pv], [], NODES, now=NOW, threshold=10000)
     assert d["incident"] == "seed-002"
-    assert d["next"]["extra_vars"] == {"target_nodes": ["node-b"], "namespace": "default"}
+    assert d["next"]["extra_vars"] == {"target_nodes": ["node-b"]}
 
 
 def test_events_of_an_earlier_pod_with_the_same_name_do_not_count():

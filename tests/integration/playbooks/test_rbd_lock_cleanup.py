@@ -1,0 +1,81 @@
+"""playbooks/rbd_lock_cleanup.yml on the lab's seed-003 scenario (real in-tree style locks)."""
+
+import json
+import os
+
+import pytest
+
+from labtools import REPO, run_playbook
+
+PLAYBOOK = os.path.join(REPO, "playbooks", "rbd_lock_cleanup.yml")
+
+
+@pytest.fixture
+def seed_003(clean_lab):
+    from kubeclient import KubeClient, server_from_kubeconfig
+    lab = clean_lab
+    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
+        pytest.skip("the lab has no Kubernetes side")
+    for node in lab.nodes:
+        lab.lab("revive-node", node)
+    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
+    state = json.loads(lab.lab("scenario", "seed-003"))
+    yield lab, state, kube
+    kube.delete("deployments", state["deployment"], "default")
+
+
+def locks(lab, image):
+    return json.loads(lab.rbd("lock", "ls", image, "--format", "json"))
+
+
+def test_check_mode_then_cleanup(seed_003, lab_inventory, tmp_path):
+    lab, state, kube = seed_003
+    extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
+             "wait_timeout": 60}
+    before_locks = locks(lab, state["image"])
+    before_blocklist = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
+
+    check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
+    assert check.rc == 0, check.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [l["id"] for l in report["stale_locks"]] == ["kubelet_lock_magic_node-b"]
+    assert report["stale_locks"][0]["node"] == "node-b"
+    assert locks(lab, state["image"]) == before_locks
+    assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before_blocklist
+    assert kube.find("pods", state["stuck_pod"], "default") is not None
+
+    run = run_playbook(lab_inventory, PLAYBOOK, extra)
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    # The exact client of the stale lock was fenced before its lock was broken.
+    assert [b["entry"] for b in report["blocklisted"]] == [state["locker_address"]]
+    assert report["pod_restarted"] is True
+    running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
+               if p["status"].get("phase") == "Running"]
+    assert len(running) == 1
+    # The new pod's node took the in-tree lock for itself.
+    assert [l["id"] for l in locks(lab, state["image"])] == ["kubelet_lock_magic_" + running[0]["spec"]["nodeName"]]
+
+
+def test_a_lock_of_the_pods_own_node_is_left_alone(seed_003, lab_inventory, tmp_path):
+    lab, state, kube = seed_003
+    # Replace node-b's lock by one held from the stuck pod's own node: nothing is provably stale.
+    lab.release("node-b")
+    lab.rbd("lock", "rm", state["image"], state["lock_id"], state["locker"])
+    own = lab.hold(state["stuck_node"], state["image"], lock_id="kubelet_lock_magic_node-b")
+    run = run_playbook(lab_inventory, PLAYBOOK, {"pod_namespace": "default", "pod_name": state["stuck_pod"],
+                                                 "report_path": str(tmp_path / "r.json")})
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stale_locks"] == [] and [l["locker"] for l in report["kept_locks"]] == ["client.%d" % own["instance_id"]]
+    assert report["blocklisted"] == [] and report["pod_restarted"] is False
+    assert [l["locker"] for l in locks(lab, state["image"])] == ["client.%d" % own["instance_id"]]
+
+
+def test_missing_pod_is_a_clear_error(lab, lab_inventory, tmp_path):
+    run = run_playbook(lab_inventory, PLAYBOOK, {"pod_namespace": "default", "pod_name": "no-such-pod",
+                                                 "report_path": str(tmp_path / "r.json")})
+    assert run.rc != 0
+    assert "pod default/no-such-pod not found" in run.stdout
+    run = run_playbook(lab_inventory, PLAYBOOK, {"report_path": str(tmp_path / "r.json")})
+    assert run.rc != 0 and "-e pod_namespace=<namespace> -e pod_name=<pod name>" in run.stdout
