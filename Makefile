@@ -7,7 +7,7 @@ LAB := /usr/bin/python3 tests/lab/lab.py
 NODE ?= node-b
 
 .PHONY: help setup demo test sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release \
-	lab-kill-node lab-revive-node lab-scenario bench clean
+	lab-kill-node lab-revive-node lab-scenario bench release-check docs clean
 
 help:
 	@echo "make demo        set up this machine, start the lab, run the main job on it, clean up"
@@ -20,6 +20,8 @@ help:
 	@echo "make lab-revive-node NODE=node-b back as after a reboot"
 	@echo "make lab-scenario NAME=seed-000|seed-001|seed-003"
 	@echo "make bench       benchmarks (results in .cache/bench/)"
+	@echo "make release-check  changelog, ansible-lint, galaxy build+install, ansible-builder"
+	@echo "make docs        render module docs into docs/modules"
 
 setup:
 	@scripts/setup.sh
@@ -65,10 +67,17 @@ lab-revive-node:
 lab-scenario:
 	@$(LAB) scenario $(NAME)
 
+# Benchmarks run on a lab of their own (prefix vfbnch); results go to .cache/bench/.
 bench: setup
 	@mkdir -p .cache/bench
-	@if [ -f scripts/bench_ceph.py ]; then $(MAKE) --no-print-directory lab-up >/dev/null && \
-	  (/usr/bin/python3 scripts/bench_ceph.py; rc=$$?; $(MAKE) --no-print-directory lab-down >/dev/null; exit $$rc); fi
+	@export LAB_PREFIX=vfbnch; unset LAB_DIR LAB_SLOT; $(LAB) up >/dev/null && \
+	  (rc=0; for b in scripts/bench_*.py; do /usr/bin/python3 $$b || rc=1; done; $(LAB) down >/dev/null; exit $$rc)
+
+release-check: setup
+	@scripts/check_release.sh
+
+docs: setup
+	@scripts/build_docs.sh
 
 lab-release:
 	@$(LAB) release $(if $(filter command line,$(origin NODE)),$(NODE))

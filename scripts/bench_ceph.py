@@ -41,7 +41,9 @@ GOALS = {"fence_speedup": 50.0, "fence_range_seconds": 2.0, "audit_speedup": 5.0
 
 
 def lab_env():
-    lab_dir = os.environ.get("LAB_DIR") or os.path.join(REPO, ".lab")
+    sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+    import lab as labmod  # the lab's own rule for where a lab lives (LAB_DIR, LAB_PREFIX)
+    lab_dir = labmod.Config().dir
     path = os.path.join(lab_dir, "env")
     if not os.path.exists(path):
         sys.exit("bench_ceph: no lab at %s: start it with `make lab-up`" % lab_dir)
