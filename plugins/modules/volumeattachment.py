@@ -151,8 +151,8 @@ EXAMPLES = r'''
 RETURN = r'''
 volumeattachments:
   description:
-    - The selected attachments as M(volfence.csi.volumeattachment_info) reports them (read again after the
-      changes), each with what was done.
+    - The selected attachments as M(volfence.csi.volumeattachment_info) reports them, each with what was done.
+      With O(wait=true) the reports are those of the last read while waiting.
   returned: always
   type: list
   elements: dict

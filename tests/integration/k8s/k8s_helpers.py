@@ -240,6 +240,23 @@ class AnsibleRunner(object):
     def run(self, module, args, check=False, diff=False, extra_env=None, timeout=300):
         return self.finish(self.start(module, args, check, diff, extra_env), timeout)
 
+    def playbook(self, text, extra_env=None, timeout=300):
+        """Runs a playbook (YAML text) and returns the task results of the host, in order."""
+        path = os.path.join(self.tmpdir, "playbook.yml")
+        with open(path, "w") as handle:
+            handle.write(text)
+        self.command("ping", {})  # writes ansible.cfg
+        proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", self.inventory, path], cwd=REPO,
+                              env=self.env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=timeout)
+        data = json.loads(proc.stdout[proc.stdout.index("{"):])
+        out = []
+        for task in data["plays"][0]["tasks"]:
+            result = dict(task["hosts"][self.host])
+            result["_task"] = task["task"]["name"]
+            out.append(result)
+        return proc.returncode, out
+
     def parse(self, rc, out, err):
         try:
             data = json.loads(out[out.index("{"):])

@@ -282,3 +282,45 @@ def test_wait_sees_the_answer_to_this_change(ansible, kube, emu, world, stand_in
     assert result["_rc"] == 0 and result["fences"][0]["outcome"] == "Succeeded", result
     assert time.time() - started >= 2.0
     assert wait_until(lambda: (world["fence"], 2, "Succeeded") in stand_in.answered, 5)
+
+
+def test_bad_input_sends_no_request_at_all(ansible, emu, world):
+    """Invalid CIDRs and fence states are refused before the module connects."""
+    seq = emu.last_seq()
+    for args in ({"cidrs": ["198.51.100.12/24"]}, {"fence_state": "fenced"}, {"cidrs": ["::/0"]}):
+        assert ansible.run("networkfence", fence_args(world, **args))["failed"]
+    assert emu.module_requests(seq) == []
+    result = ansible.run("networkfence", fence_args(world, network_fence_class="vft-no-such-class"))
+    assert result["failed"] and emu.module_writes(seq) == [] and len(emu.module_requests(seq)) > 0
+
+
+def test_action_group_module_defaults(ansible, world, target, stand_in):
+    """module_defaults: group/volfence.csi.k8s sets the connection of every module of the group."""
+    text = """
+- hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/volfence.csi.k8s:
+      kubeconfig: %(kubeconfig)s
+      request_timeout: 20
+  tasks:
+    - name: fence
+      volfence.csi.networkfence:
+        name: %(fence)s
+        network_fence_class: %(cls)s
+        cidrs: [198.51.100.12/32]
+        fence_state: Fenced
+        labels: {%(key)s: %(label)s}
+    - name: fences
+      volfence.csi.networkfence_info:
+        node: %(node)s
+    - name: attachments
+      volfence.csi.volumeattachment_info:
+        node: %(node)s
+""" % dict(kubeconfig=target["kubeconfig"], fence=world["fence"], cls=world["class"], node=world["b"],
+           key=TEST_LABEL, label=world["label"])
+    rc, results = ansible.playbook(text, extra_env={"K8S_AUTH_KUBECONFIG": ""})
+    assert rc == 0, results
+    assert results[0]["changed"] and results[0]["fences"][0]["outcome"] == "Succeeded"
+    assert [f["name"] for f in results[1]["fences"]] == [world["fence"]]
+    assert results[2]["volumeattachments"] == []
