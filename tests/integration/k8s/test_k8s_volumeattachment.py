@@ -176,10 +176,13 @@ def test_conflict_on_delete_re_reads_and_retries(ansible, kube, emu, world):
 def test_timeout_on_finalizer_removal_is_recognised(ansible, kube, emu, world):
     # the PATCH is applied after 3 s while the module gave up after 1 s: a re-read shows it went through
     emu.fault(method="PATCH", path_regex="/volumeattachments/" + world["va0"], delay=3, count=1)
+    seq = emu.last_seq()
     result = ansible.run("volumeattachment", {"name": world["va0"], "force": True, "force_grace": 0,
                                               "request_timeout": 1, "wait_timeout": 30})
     assert result["_rc"] == 0 and result["changed"], result
     assert wait_until(lambda: kube.get(VAS + "/" + world["va0"]) is None, 10)
+    # the delayed PATCH has landed (or found the attachment gone) before the test cleans up
+    assert wait_until(lambda: [r for r in emu.module_writes(seq) if r["method"] == "PATCH" and r.get("fault")], 10)
 
 
 def test_persistent_server_errors_fail_clearly_and_change_nothing(ansible, kube, emu, world):
