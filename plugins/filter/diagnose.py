@@ -8,8 +8,12 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose, table
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses as _node_addresses
+from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose, pv_rbd_image as _pv_rbd_image, table
+from ansible_collections.volfence.csi.plugins.module_utils._failover import fence_plan, remaining
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+    node_addresses as _node_addresses,
+    node_summary as _node_summary,
+)
 
 
 def diagnose_stuck_pods(pods, events=None, pvcs=None, pvs=None, volumeattachments=None, nodes=None,
@@ -30,10 +34,30 @@ def node_addresses(nodes, types=None):
                 for n in nodes or [])
 
 
+def pv_rbd_image(pv):
+    """pool[/namespace]/image of a ceph-csi or in-tree rbd PersistentVolume, None for others."""
+    return _pv_rbd_image(pv)[1]
+
+
+def node_summary(node):
+    """name, ready, not_ready_seconds, taints and addresses of a Node object."""
+    return _node_summary(node)
+
+
+def host_cidrs(ips):
+    """One host CIDR per IP: /32 for IPv4, /128 for IPv6 (what a NetworkFence of a node fences)."""
+    return ["%s/%d" % (ip, 128 if ":" in str(ip) else 32) for ip in ips or []]
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "diagnose_stuck_pods": diagnose_stuck_pods,
             "diagnosis_table": diagnosis_table,
             "node_addresses": node_addresses,
+            "pv_rbd_image": pv_rbd_image,
+            "failover_fence_plan": fence_plan,
+            "node_summary": node_summary,
+            "host_cidrs": host_cidrs,
+            "failover_remaining_watchers": remaining,
         }

@@ -105,21 +105,27 @@ def pod_volumes(pod, pvcs, pvs):
         pv = by_name.get((pvc or {}).get("spec", {}).get("volumeName"))
         if not pv:
             continue
-        spec = pv.get("spec", {})
-        item = {"pvc": claim, "pv": pv["metadata"]["name"], "kind": "other", "image": None,
-                "driver": None, "handle": None}
-        if spec.get("csi"):
-            csi = spec["csi"]
-            attrs = csi.get("volumeAttributes", {}) or {}
-            item.update(driver=csi.get("driver"), handle=csi.get("volumeHandle"), kind="csi")
-            if attrs.get("imageName"):
-                pool = attrs.get("pool", "rbd")
-                ns_part = attrs.get("radosNamespace")
-                item.update(kind="rbd-csi", image="/".join(p for p in (pool, ns_part, attrs["imageName"]) if p))
-        elif spec.get("rbd"):
-            item.update(kind="rbd-intree", image="%s/%s" % (spec["rbd"].get("pool", "rbd"), spec["rbd"]["image"]))
-        out.append(item)
+        csi = pv.get("spec", {}).get("csi") or {}
+        kind, image = pv_rbd_image(pv)
+        out.append({"pvc": claim, "pv": pv["metadata"]["name"], "kind": kind, "image": image,
+                    "driver": csi.get("driver"), "handle": csi.get("volumeHandle")})
     return out
+
+
+def pv_rbd_image(pv):
+    """(kind, "pool[/namespace]/image") of a PersistentVolume: kind is rbd-csi (ceph-csi's
+    volumeAttributes), rbd-intree (spec.rbd), csi (another CSI driver) or other; image is None
+    when the PV is no RBD volume."""
+    spec = (pv or {}).get("spec", {})
+    if spec.get("csi"):
+        attrs = spec["csi"].get("volumeAttributes", {}) or {}
+        if attrs.get("imageName"):
+            parts = (attrs.get("pool", "rbd"), attrs.get("radosNamespace"), attrs["imageName"])
+            return "rbd-csi", "/".join(p for p in parts if p)
+        return "csi", None
+    if spec.get("rbd"):
+        return "rbd-intree", "%s/%s" % (spec["rbd"].get("pool", "rbd"), spec["rbd"]["image"])
+    return "other", None
 
 
 def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
@@ -184,7 +190,7 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
 
     # seed 001: the volume is still attached elsewhere, or its attachment name collides
     if incident == "unknown":
-        ready = dict((n["metadata"]["name"], node_ready(n)) for n in nodes)
+        ready = dict((n["metadata"]["name"], node_ready(n) == "True") for n in nodes)
         for vol in volumes:
             if vol["kind"] not in ("csi", "rbd-csi"):
                 continue

@@ -146,3 +146,14 @@ def test_table_names_the_playbook_and_the_evidence():
     assert "playbooks/node_failover.yml -e 'failed_node=node-b'" in lines[1]
     assert "  - watcher 10.0.0.12:0/9 on node-b" in lines
     assert table([]) == ["NAMESPACE  POD  NODE  AGE  INCIDENT  NEXT", "(no stuck pods)"]
+
+
+def test_pv_rbd_image():
+    from ansible_collections.volfence.csi.plugins.module_utils._diagnose import pv_rbd_image
+    assert pv_rbd_image(rbd_csi_pv("pv", "csi-vol-1")) == ("rbd-csi", "rbd/csi-vol-1")
+    ns_pv = rbd_csi_pv("pv", "csi-vol-2")
+    ns_pv["spec"]["csi"]["volumeAttributes"]["radosNamespace"] = "tenant-a"
+    assert pv_rbd_image(ns_pv) == ("rbd-csi", "rbd/tenant-a/csi-vol-2")
+    assert pv_rbd_image({"spec": {"rbd": {"pool": "mioss", "image": "index-api-image"}}}) == ("rbd-intree", "mioss/index-api-image")
+    assert pv_rbd_image({"spec": {"csi": {"driver": "csi-unity.dellemc.com", "volumeHandle": "h"}}}) == ("csi", None)
+    assert pv_rbd_image({"spec": {"hostPath": {"path": "/x"}}}) == ("other", None)
