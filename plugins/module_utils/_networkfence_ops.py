@@ -305,7 +305,13 @@ class NetworkFences(object):
                 return True
             plan.patch = replan.patch
             return False
-        self._retrying(plan, update, reread_update)
+        try:
+            self._retrying(plan, update, reread_update)
+        except K8sError as exc:
+            if state['reset'] and not plan.changed:
+                exc.msg += ('; the spec was not changed, but status.result/message had already been cleared (the '
+                            'controller sets them again at the next spec change)')
+            raise
 
     def _delete(self, plan):
         name = plan.name

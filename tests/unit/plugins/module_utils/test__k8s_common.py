@@ -59,7 +59,8 @@ def merge(target, patch):
 class FakeKube(object):
     """An in-memory API server behind KubeApi's transport interface.
 
-    Objects are stored per plural. Faults: dicts with `method`, `path` (substring), and either
+    Objects are stored per plural. Faults: dicts with `method`, `path` (substring) or `exact` (the
+    whole path), and either
     `status` (answer that instead; with `apply: True` the request is carried out first, so the
     answer is "lost"), or `transport: True` (no answer); `count` (default 1).
     """
@@ -108,6 +109,8 @@ class FakeKube(object):
             if fault.get('count', 1) <= 0:
                 continue
             if fault.get('method', method) != method or fault.get('path', '') not in path:
+                continue
+            if fault.get('exact') is not None and fault['exact'] != path:
                 continue
             fault['count'] = fault.get('count', 1) - 1
             if fault.get('transport'):

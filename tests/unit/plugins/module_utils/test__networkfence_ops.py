@@ -174,7 +174,6 @@ def test_a_conflict_is_retried_after_a_re_read():
     plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
     fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
     fake.faults = [dict(method='PATCH', path='/networkfences/nf', status=409, reason='Conflict', count=1)]
-    fake.faults[0]['path'] = '/networkfences/nf'
     del fake.log[:]
     plans, failures = plan_and_run(fences, wait=False, name='nf', fence_state='Unfenced')
     assert failures == [] and plans[0].changed
@@ -191,6 +190,20 @@ def test_persistent_conflicts_fail_clearly_and_change_nothing():
     assert len(failures) == 1 and failures[0][1].status == 409 and not plans[0].changed
     assert 'Failed to update NetworkFence nf: 409 Conflict' in plans[0].error
     assert fake.get('networkfences', 'nf')['spec']['fenceState'] == 'Fenced'
+
+
+def test_a_failed_update_after_clearing_the_status_says_so():
+    fake, fences = cluster(Controller())
+    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
+    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    plans = fences.plan(build_requests(params(name='nf', fence_state='Unfenced')))
+    # the status patch goes through, every spec patch fails
+    fake.faults = [dict(method='PATCH', exact='/apis/csiaddons.openshift.io/v1alpha1/networkfences/nf', status=500,
+                        count=99)]
+    failures = fences.run(plans, wait=True, wait_timeout=5)
+    assert len(failures) == 1 and 'status.result/message had already been cleared' in failures[0][1].msg
+    assert fake.get('networkfences', 'nf')['spec']['fenceState'] == 'Fenced'
+    assert 'result' not in fake.get('networkfences', 'nf')['status']
 
 
 def test_a_lost_create_answer_is_recognised():
