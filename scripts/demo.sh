@@ -34,14 +34,62 @@ run kubectl get events --field-selector "involvedObject.name=$POD,reason=FailedM
 run rbd status "$IMAGE"
 echo "=> the watcher is node-b's ($NODE_B_IP): the new pod stays in ContainerCreating"
 
-say "The fix (what volfence.csi's node_failover automates, with preflight checks and a report)"
-run ceph osd blocklist add "$NODE_B_IP"
-for _ in $(seq 1 50); do
-  [ "$(kubectl get pod "$POD" -o jsonpath='{.status.phase}')" = Running ] && break
-  sleep 0.2
-done
-run rbd status "$IMAGE"
+export ANSIBLE_CONFIG="$PWD/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$PWD/.cache/collections"
+export ANSIBLE_NOCOLOR=1
+INVENTORY=".lab-$LAB_PREFIX/inventory.yml"
+REPORTS=".lab-$LAB_PREFIX/reports"; mkdir -p "$REPORTS"
+
+# The playbooks' own output goes to a log; what they did is read back from their JSON reports.
+playbook() {
+  printf '$ ansible-playbook -i %s %s\n' "$INVENTORY" "$*"
+  .venv/bin/ansible-playbook -i "$INVENTORY" "$@" >> "$REPORTS/ansible.log" 2>&1 \
+    || { echo "playbook failed; see $REPORTS/ansible.log"; tail -20 "$REPORTS/ansible.log"; exit 1; }
+}
+diagnose_summary() {
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys
+for pod in json.load(open(sys.argv[1]))["pods"]:
+    print("  %s/%s on %s: %s, %s" % (pod["namespace"], pod["pod"], pod["node"], pod["incident"], pod["title"]))
+    for line in pod["evidence"]:
+        print("    - " + line)
+    if pod["next"]:
+        print("    next: ansible-playbook %s %s" % (pod["next"]["file"], " ".join(
+            "-e %s=%s" % kv for kv in sorted(pod["next"]["extra_vars"].items()))))
+PY
+}
+failover_summary() {
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+verb = "would be" if r["check_mode"] else "were"
+print("  preflight: node %s Ready=%s, Lease last renewed %s s ago" % (
+    r["failed_node"], r["preflight"]["ready"], r["preflight"]["lease_age_seconds"]))
+print("  watchers of the node's images: %s" % [w["address"] for i in r["watchers_before"] for w in i["watchers"]])
+print("  client addresses that %s fenced (%s): %s" % (verb, r["fence_method"], r["fence_plan"].get("fence")))
+print("  watchers kept: %s" % r["fence_plan"].get("kept"))
+print("  Terminating pods that %s force-deleted: %s" % (verb, r["pods_force_deleted"]))
+print("  claims whose new pods %s waited for: %s" % (verb, r["claims"]))
+PY
+}
+
+say "volfence.csi diagnose: which incident is each stuck pod in? (read-only)"
+playbook playbooks/diagnose.yml -e stuck_threshold_seconds=5 -e "report_path=$PWD/$REPORTS/diagnose.json"
+diagnose_summary "$REPORTS/diagnose.json"
+
+say "volfence.csi node_failover, dry run first (--check changes nothing)"
+playbook playbooks/node_failover.yml --check -e failed_node=node-b -e lease_grace_seconds=5 \
+    -e "report_path=$PWD/$REPORTS/failover-check.json"
+failover_summary "$REPORTS/failover-check.json"
+
+say "volfence.csi node_failover, for real"
+started=$(date +%s.%N)
+playbook playbooks/node_failover.yml -e failed_node=node-b -e lease_grace_seconds=5 \
+    -e "report_path=$PWD/$REPORTS/failover.json"
+failover_summary "$REPORTS/failover.json"
+echo "node_failover took $(/usr/bin/python3 -c "import time,sys; print('%.1f' % (time.time()-float(sys.argv[1])))" "$started") s"
 run kubectl get pods -o wide
+run rbd status "$IMAGE"
+run ceph osd blocklist ls
 
 say "Stopping the lab"
 $LAB down
