@@ -1,0 +1,291 @@
+#!/usr/bin/python3
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Benchmark the volfence.csi.node_fences role: 1,000 nodes, one Unfenced NetworkFence each.
+
+    /usr/bin/python3 scripts/bench_node_fences.py [--nodes 1000] [--prune 10] [--goal-seconds 20]
+
+It needs no lab: it starts its own Kubernetes API emulator (tests/lab/kubeemu, a separate process on
+a free loopback port) with the CSI-Addons CRDs of the lab, --nodes Ready nodes (InternalIP
+198.18.x.y, a benchmarking range: no packet is sent anywhere), a NetworkFenceClass and one Connected
+CSIAddonsNode, plus a CSI-Addons controller stand-in (a thread of this script, user agent
+"bench-stand-in") that answers every fence with Succeeded, as the real controller does for an
+Unfenced fence. The role then runs as users run it, with its defaults (wait for the controller's
+result included), through ansible-playbook from the project virtualenv:
+
+1. converge:  every fence is created (one module call);
+2. again:     nothing changes, and the role makes ZERO writes (POST/PUT/PATCH/DELETE in the
+              emulator's request log, GET /_emulator/requests);
+3. prune:     --prune nodes are deleted; the next run deletes exactly their fences.
+
+Ansible's own start-up is included in the timings. Results: .cache/bench/node_fences.json and a
+table on stdout. Exit status 1 when a goal is missed (converge within --goal-seconds, zero writes
+on the second run, exactly --prune deletes on the third).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAB_DIR = os.path.join(REPO, "tests", "lab")
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+CLASS = "bench-fence"
+DRIVER = "rbd.csi.ceph.com"
+STAND_IN_AGENT = "bench-stand-in"
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+PLAYBOOK = """---
+- name: Bench | node_fences
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: {python}
+  roles:
+    - role: volfence.csi.node_fences
+      node_fences_network_fence_class: {cls}
+      node_fences_kubeconfig: {kubeconfig}
+"""
+
+
+class Api(object):
+    """A minimal JSON client of the emulator (one keep-alive connection per instance)."""
+
+    def __init__(self, port, agent="bench"):
+        self.port = port
+        self.agent = agent
+        self.conn = None
+
+    def request(self, method, path, body=None, content_type="application/json"):
+        for attempt in (1, 2):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            headers = {"User-Agent": self.agent, "Accept": "application/json"}
+            data = None
+            if body is not None:
+                data = json.dumps(body).encode()
+                headers["Content-Type"] = content_type
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                resp = self.conn.getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException):
+                self.conn = None
+                if attempt == 2:
+                    raise
+                continue
+            if resp.status >= 400:
+                raise RuntimeError("%s %s: %d %s" % (method, path, resp.status, raw[:300]))
+            return json.loads(raw) if raw else None
+        return None
+
+
+class StandIn(threading.Thread):
+    """Answers every NetworkFence without a result for its current spec (the CSI-Addons controller's part)."""
+
+    def __init__(self, port):
+        threading.Thread.__init__(self, name="bench-stand-in", daemon=True)
+        self.api = Api(port, STAND_IN_AGENT)
+        self.stop = threading.Event()
+        self.answered = 0
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                fences = self.api.request("GET", "/apis/csiaddons.openshift.io/v1alpha1/networkfences")["items"]
+                for fence in fences:
+                    status = fence.get("status") or {}
+                    state = fence["spec"].get("fenceState")
+                    message = "fencing operation successful" if state == "Fenced" else "unfencing operation successful"
+                    if status.get("result") == "Succeeded" and status.get("message") == message:
+                        continue
+                    if fence["metadata"].get("deletionTimestamp"):
+                        continue
+                    self.api.request("PATCH", "/apis/csiaddons.openshift.io/v1alpha1/networkfences/%s/status"
+                                     % fence["metadata"]["name"], {"status": {"result": "Succeeded", "message": message}},
+                                     "application/merge-patch+json")
+                    self.answered += 1
+            except Exception as exc:  # keep answering, like a controller
+                sys.stderr.write("stand-in: %s\n" % exc)
+            self.stop.wait(0.2)
+
+
+def start_emulator(workdir):
+    python = os.path.join(VENV_BIN, "python")
+    if not os.path.exists(python):
+        python = sys.executable
+    kubeconfig = os.path.join(workdir, "kubeconfig")
+    proc = subprocess.Popen([python, "-m", "kubeemu", "--host", "127.0.0.1", "--port", "0",
+                             "--kubeconfig-out", kubeconfig, "--history", "200000"],
+                            cwd=LAB_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        sys.exit("bench_node_fences: the emulator did not start: %s %s" % (line, proc.stderr.read()))
+    with open(kubeconfig) as handle:
+        server = [ln.split("server:", 1)[1].strip() for ln in handle if "server:" in ln][0]
+    return proc, kubeconfig, int(server.rsplit(":", 1)[1])
+
+
+def node(index):
+    name = "bench-node-%04d" % index
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"addresses": [{"type": "InternalIP", "address": "198.18.%d.%d" % (index // 250, 1 + index % 250)},
+                                     {"type": "Hostname", "address": name}],
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                       "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
+
+
+def seed(api, count):
+    with open(os.path.join(LAB_DIR, "crds", "csiaddons.json")) as handle:
+        for crd in json.load(handle):
+            api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    api.request("POST", "/_emulator/objects", {"items": [node(i) for i in range(count)]})
+    api.request("POST", "/apis/csiaddons.openshift.io/v1alpha1/networkfenceclasses", {
+        "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFenceClass", "metadata": {"name": CLASS},
+        "spec": {"provisioner": DRIVER, "parameters": {
+            "csiaddons.openshift.io/networkfence-secret-name": "rook-csi-rbd-provisioner",
+            "csiaddons.openshift.io/networkfence-secret-namespace": "rook-ceph"}}})
+    api.request("POST", "/_emulator/objects", {
+        "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "CSIAddonsNode",
+        "metadata": {"name": "csi-rbdplugin-provisioner", "namespace": "rook-ceph"},
+        "spec": {"driver": {"name": DRIVER, "nodeID": "bench-node-0000", "endpoint": "pod://provisioner:9070"}},
+        "status": {"state": "Connected", "message": "Successfully established connection with sidecar"}})
+
+
+def run_role(workdir, playbook):
+    env = dict(os.environ)
+    for key in list(env):
+        if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
+            del env[key]
+    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
+               ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_NOCOLOR="1",
+               TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
+    started = time.time()
+    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", playbook], cwd=REPO,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
+    elapsed = time.time() - started
+    try:
+        data = json.loads(proc.stdout[proc.stdout.index("{"):])
+    except ValueError:
+        sys.exit("bench_node_fences: ansible-playbook printed no JSON (rc=%d): %s %s"
+                 % (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))
+    report = None
+    for play in data.get("plays", []):
+        for task in play.get("tasks", []):
+            result = task["hosts"].get("localhost", {})
+            if result.get("ansible_facts", {}).get("node_fences_report"):
+                report = result["ansible_facts"]["node_fences_report"]
+    if proc.returncode != 0 or report is None:
+        failed = [t["hosts"]["localhost"].get("msg") for p in data.get("plays", []) for t in p.get("tasks", [])
+                  if t["hosts"].get("localhost", {}).get("failed")]
+        sys.exit("bench_node_fences: the role failed (rc=%d): %s" % (proc.returncode, failed or proc.stderr[-2000:]))
+    return elapsed, report
+
+
+def writes_since(api, seq):
+    log = api.request("GET", "/_emulator/requests?since=%d" % seq)
+    items = log["items"] if isinstance(log, dict) else log
+    mine = [r for r in items if r.get("user_agent") != STAND_IN_AGENT]
+    return (len(mine), [r for r in mine if r["method"] in WRITES],
+            max([seq] + [r["seq"] for r in items]))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--prune", type=int, default=10, help="nodes deleted before the third run")
+    parser.add_argument("--goal-seconds", type=float, default=20.0)
+    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "node_fences.json"))
+    args = parser.parse_args(argv)
+    if not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")):
+        sys.exit("bench_node_fences: no project virtualenv: run `make setup` first")
+    if not os.path.exists(os.path.join(REPO, ".cache", "collections", "ansible_collections", "volfence", "csi")):
+        sys.exit("bench_node_fences: .cache/collections does not link the checkout: run `make setup` first")
+
+    workdir = tempfile.mkdtemp(prefix="bench-node-fences-")
+    emulator, kubeconfig, port = start_emulator(workdir)
+    stand_in = StandIn(port)
+    try:
+        api = Api(port)
+        seed(api, args.nodes)
+        stand_in.start()
+        playbook = os.path.join(workdir, "bench.yml")
+        with open(playbook, "w") as handle:
+            handle.write(PLAYBOOK.format(python=json.dumps(os.path.join(VENV_BIN, "python")), cls=CLASS,
+                                         kubeconfig=json.dumps(kubeconfig)))
+        results = {"nodes": args.nodes, "goal_seconds": args.goal_seconds, "runs": {}}
+        seq = writes_since(api, 0)[2]
+
+        def run(name):
+            nonlocal seq
+            elapsed, report = run_role(workdir, playbook)
+            requests, writes, seq = writes_since(api, seq)
+            methods = {}
+            for item in writes:
+                methods[item["method"]] = methods.get(item["method"], 0) + 1
+            results["runs"][name] = {"seconds": round(elapsed, 2), "requests": requests, "writes": len(writes),
+                                     "writes_by_method": methods, "summary": report["summary"]}
+            return report
+
+        run("converge")
+        run("again")
+        gone = ["bench-node-%04d" % i for i in range(args.nodes - args.prune, args.nodes)]
+        for name in gone:
+            api.request("DELETE", "/api/v1/nodes/" + name)
+        seq = writes_since(api, seq)[2]
+        report = run("prune")
+        results["pruned"] = report["pruned"]
+        results["stand_in_answers"] = stand_in.answered
+    finally:
+        stand_in.stop.set()
+        stand_in.join(5)
+        emulator.terminate()
+        try:
+            emulator.wait(10)
+        except subprocess.TimeoutExpired:
+            emulator.kill()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    runs = results["runs"]
+    goals = {
+        "converge_seconds": runs["converge"]["seconds"] <= args.goal_seconds
+        and runs["converge"]["summary"]["created"] == args.nodes,
+        "second_run_zero_writes": runs["again"]["writes"] == 0 and runs["again"]["summary"]["unchanged"] == args.nodes,
+        "prune_deletes_exactly": runs["prune"]["summary"]["deleted"] == args.prune
+        and runs["prune"]["writes_by_method"] == ({"DELETE": args.prune} if args.prune else {}),
+    }
+    results["goals"] = goals
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output, "w") as handle:
+        json.dump(results, handle, indent=2, sort_keys=True)
+
+    print("node_fences role, %d nodes (own emulator + controller stand-in; Ansible start-up included)" % args.nodes)
+    print("%-10s %8s %9s %7s  %s" % ("run", "seconds", "requests", "writes", "role summary"))
+    for name in ("converge", "again", "prune"):
+        r = runs[name]
+        s = r["summary"]
+        print("%-10s %8.2f %9d %7d  created %d, updated %d, deleted %d, unchanged %d" % (
+            name, r["seconds"], r["requests"], r["writes"], s["created"], s["updated"], s["deleted"], s["unchanged"]))
+    print("goals: converge <= %.0f s: %s; second run writes nothing: %s; prune deletes exactly %d: %s" % (
+        args.goal_seconds, "ok" if goals["converge_seconds"] else "MISSED",
+        "ok" if goals["second_run_zero_writes"] else "MISSED", args.prune,
+        "ok" if goals["prune_deletes_exactly"] else "MISSED"))
+    print("results: %s" % os.path.relpath(args.output, REPO))
+    return 0 if all(goals.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
