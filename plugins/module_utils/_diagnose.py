@@ -44,8 +44,6 @@ PLAYBOOKS = {
 }
 
 
-
-
 def waiting_reason(pod):
     for status in pod.get("status", {}).get("containerStatuses", []) or []:
         waiting = (status.get("state") or {}).get("waiting")
@@ -80,7 +78,6 @@ def collision_affected(driver, handle, git_version):
     return shape, shape and bool(collision_version_affected(parse_kube_version(git_version)))
 
 
-
 def address_ip(address):
     """The IP of a Ceph client address: 10.0.0.5:0/123, [fd00::5]:0/1 or a bare IP."""
     if address.startswith("["):
@@ -88,9 +85,6 @@ def address_ip(address):
     if "/" not in address:
         return address
     return address.split("/")[0].rsplit(":", 1)[0]
-
-
-
 
 
 def pod_volumes(pod, pvcs, pvs):
