@@ -1,0 +1,249 @@
+"""Helpers of the role tests (tests/integration/roles): the locally served CSI-Addons manifests, an
+isolated Kubernetes API emulator with just enough controllers, running the roles with
+ansible-playbook, and running the molecule scenarios.
+
+A plain module with its own name (not conftest): several conftest.py files exist under
+tests/integration."""
+
+import functools
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+from labtools import ANSIBLE_BIN, REPO, ansible_env, run_playbook
+
+sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+
+FIXTURES = os.path.join(REPO, "tests", "roles", "fixtures")
+CSI_ADDONS_FIXTURE = "csi-addons/v0.14.0"
+NF_API = "/apis/csiaddons.openshift.io/v1alpha1"
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+CONTROLLER_AGENT = "roles-test-controllers"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class FixtureServer(object):
+    """tests/roles/fixtures over HTTP on 127.0.0.1 (a free port), in a thread; counts the requests."""
+
+    def __init__(self, root=FIXTURES):
+        self.root = root
+        self.paths = []
+        server = self
+
+        class Handler(_QuietHandler):
+            def do_GET(self):
+                server.paths.append(self.path)
+                return _QuietHandler.do_GET(self)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=root))
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fixture-http", daemon=True)
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.httpd.server_address[1]
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+def http_json(method, url, body=None, content_type="application/json", agent="roles-test"):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={
+        "Content-Type": content_type, "Accept": "application/json", "User-Agent": agent})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404 and method == "GET":
+            return None
+        raise AssertionError("%s %s: %s %s" % (method, url, exc.code, exc.read()[:300]))
+    return json.loads(raw) if raw else None
+
+
+class Cluster(object):
+    """An isolated emulator (tests/lab/kubeemu) for one test: no lab controllers, so that tests can
+    install and remove CRDs freely. `controllers` plays the Deployment controller (a Deployment is
+    available once created) and, with `fences`, the CSI-Addons controller (every NetworkFence gets
+    Succeeded)."""
+
+    def __init__(self, tmp_path, fences=False):
+        from kubeemu.server import EmulatorServer
+        self.srv = EmulatorServer(port=0).start()
+        self.url = self.srv.url
+        self.kubeconfig = self.srv.write_kubeconfig(str(tmp_path / "kubeconfig"))
+        self.fences = fences
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._controllers, name="roles-test-controllers", daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.srv.stop()
+
+    # -- plain API access
+    def get(self, path):
+        return http_json("GET", self.url + path)
+
+    def items(self, path):
+        obj = self.get(path)
+        return [] if obj is None else obj["items"]
+
+    def names(self, path):
+        return sorted(o["metadata"]["name"] for o in self.items(path))
+
+    def create(self, path, body):
+        return http_json("POST", self.url + path, body)
+
+    def store(self, objects):
+        """Objects stored as they are (status kept), through the emulator's admin API."""
+        return http_json("POST", self.url + "/_emulator/objects", {"items": objects})
+
+    def load_lab_crds(self):
+        with open(os.path.join(REPO, "tests", "lab", "crds", "csiaddons.json")) as handle:
+            for crd in json.load(handle):
+                self.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+
+    # -- request log
+    def last_seq(self):
+        items = http_json("GET", self.url + "/_emulator/requests")
+        items = items["items"] if isinstance(items, dict) else items
+        return max([0] + [r["seq"] for r in items])
+
+    def writes_since(self, seq):
+        items = http_json("GET", self.url + "/_emulator/requests?since=%d" % seq)
+        items = items["items"] if isinstance(items, dict) else items
+        return [(r["method"], r["path"]) for r in items
+                if r["method"] in WRITES and r.get("user_agent") != CONTROLLER_AGENT and not _dry_run(r)]
+
+    # -- controllers
+    def _controllers(self):
+        while not self.stop.wait(0.2):
+            try:
+                for dep in self.items("/apis/apps/v1/deployments"):
+                    meta = dep["metadata"]
+                    want = dep.get("spec", {}).get("replicas", 1)
+                    status = {"replicas": want, "readyReplicas": want, "availableReplicas": want,
+                              "updatedReplicas": want, "observedGeneration": meta.get("generation", 1)}
+                    if dep.get("status") != status:
+                        http_json("PATCH", "%s/apis/apps/v1/namespaces/%s/deployments/%s/status" % (
+                            self.url, meta["namespace"], meta["name"]), {"status": status},
+                            "application/merge-patch+json", CONTROLLER_AGENT)
+                if self.fences:
+                    for fence in self.items(NF_API + "/networkfences"):
+                        state = fence.get("spec", {}).get("fenceState")
+                        message = "fencing operation successful" if state == "Fenced" else "unfencing operation successful"
+                        status = fence.get("status") or {}
+                        if status.get("message") != message and not fence["metadata"].get("deletionTimestamp"):
+                            http_json("PATCH", "%s%s/networkfences/%s/status" % (self.url, NF_API, fence["metadata"]["name"]),
+                                      {"status": {"result": "Succeeded", "message": message}},
+                                      "application/merge-patch+json", CONTROLLER_AGENT)
+            except Exception:  # the served API may be changing under the test (CRDs removed): keep going
+                pass
+
+
+def _dry_run(entry):
+    """A server-side dry run (dryRun=All, what kubernetes.core sends in check mode) writes nothing."""
+    value = (entry.get("params") or {}).get("dryRun")
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return value == "All"
+
+
+def node(name, addresses, ready="True", labels=None):
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels or {})},
+            "status": {"addresses": [{"type": t, "address": a} for t, a in addresses],
+                       "conditions": [{"type": "Ready", "status": ready, "lastHeartbeatTime": now,
+                                       "lastTransitionTime": now}]}}
+
+
+# ----------------------------------------------------------------------------- running the roles
+
+INVENTORY = """all:
+  hosts:
+    localhost:
+      ansible_connection: local
+      ansible_python_interpreter: {python}
+"""
+
+PLAYBOOK = """---
+- name: Role test
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: volfence.csi.{role}
+"""
+
+
+class RoleRunner(object):
+    """ansible-playbook with one role on localhost (the venv python); role variables as extra vars."""
+
+    def __init__(self, tmp_path, role, kubeconfig):
+        self.dir = tmp_path
+        self.role = role
+        self.kubeconfig = kubeconfig
+        self.inventory = str(tmp_path / "inventory.yml")
+        with open(self.inventory, "w") as handle:
+            handle.write(INVENTORY.format(python=json.dumps(os.path.join(ANSIBLE_BIN, "python"))))
+        self.playbook = str(tmp_path / ("%s.yml" % role))
+        with open(self.playbook, "w") as handle:
+            handle.write(PLAYBOOK.format(role=role))
+
+    def run(self, check=False, diff=False, **role_vars):
+        role_vars.setdefault("%s_kubeconfig" % self.role, self.kubeconfig)
+        run = run_playbook(self.inventory, self.playbook, extra_vars=role_vars, check=check, diff=diff,
+                           extra_env={"TMPDIR": str(self.dir)})
+        results = run.results("localhost")
+        run.failed = [r for r in results if r.get("failed")]
+        run.changed_tasks = [r["_task"] for r in results if r.get("changed")]
+        run.facts = {}
+        for result in results:
+            run.facts.update(result.get("ansible_facts") or {})
+        run.msg = run.failed[0].get("msg") if run.failed else None
+        return run
+
+
+# ----------------------------------------------------------------------------- molecule
+
+def run_molecule(scenario, tmp_path, env_extra, timeout=600):
+    """`molecule test -s <scenario>` from the repository root; returns (rc, output)."""
+    env = ansible_env(env_extra)
+    env.update({
+        "MOLECULE_EPHEMERAL_DIRECTORY": str(tmp_path / "molecule"),
+        "ANSIBLE_STDOUT_CALLBACK": "default",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "NO_COLOR": "1",
+        "PY_COLORS": "0",
+        "TMPDIR": str(tmp_path),
+    })
+    env.pop("ANSIBLE_CONFIG", None)  # molecule writes and uses its own
+    started = time.time()
+    proc = subprocess.run([os.path.join(ANSIBLE_BIN, "molecule"), "test", "-s", scenario], cwd=REPO, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=timeout)
+    output = proc.stdout
+    with open(str(tmp_path / ("molecule-%s.log" % scenario)), "w") as handle:
+        handle.write(output)
+    print("molecule test -s %s: rc=%d in %.0f s" % (scenario, proc.returncode, time.time() - started))
+    return proc.returncode, output
+
+
+def molecule_failure(output, lines=80):
+    """The interesting end of a failed molecule run, without the collection listing."""
+    kept = [ln for ln in output.splitlines() if "Found installed collection" not in ln]
+    return "\n".join(kept[-lines:])
