@@ -28,6 +28,7 @@ import string
 import subprocess
 import sys
 import time
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -218,7 +219,13 @@ class NodeAgent(object):
         })
         self.kube.patch("nodes", self.node, {"status": {
             "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.node}],
-            "nodeInfo": {"kubeletVersion": "v1.27.2", "osImage": "volfence lab", "architecture": "amd64"},
+            # Everything a kubelet publishes (typed clients reject a partial nodeInfo); a new
+            # bootID on every start, as after a reboot.
+            "nodeInfo": {"kubeletVersion": "v1.27.2", "kubeProxyVersion": "v1.27.2", "osImage": "volfence lab",
+                         "architecture": "amd64", "operatingSystem": "linux", "kernelVersion": os.uname().release,
+                         "containerRuntimeVersion": "containerd://1.7.2", "bootID": str(uuid.uuid4()),
+                         "machineID": hashlib.md5(self.node.encode()).hexdigest(),
+                         "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, self.node))},
         }}, subresource="status")
         self.heartbeat()
 
