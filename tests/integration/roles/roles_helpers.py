@@ -6,6 +6,7 @@ A plain module with its own name (not conftest): several conftest.py files exist
 tests/integration."""
 
 import functools
+import glob
 import http.server
 import json
 import os
@@ -15,15 +16,35 @@ import threading
 import time
 import urllib.request
 
-from labtools import ANSIBLE_BIN, REPO, ansible_env, run_playbook
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from labtools import ANSIBLE_BIN, REPO, ansible_env, run_playbook  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
 
 FIXTURES = os.path.join(REPO, "tests", "roles", "fixtures")
 CSI_ADDONS_FIXTURE = "csi-addons/v0.14.0"
+RELEASE_ASSETS = ("crds", "rbac", "setup-controller")
 NF_API = "/apis/csiaddons.openshift.io/v1alpha1"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 CONTROLLER_AGENT = "roles-test-controllers"
+
+
+def build_release_mirror(root):
+    """A CSI-Addons release mirror under `root`: <root>/csi-addons/v0.14.0/{crds,rbac,setup-controller}.yaml,
+    each the multi-document YAML a release asset is, assembled from the single-document fixtures in
+    tests/roles/fixtures/csi-addons/v0.14.0/<asset>/ (single documents, because ansible-test's yamllint
+    refuses multi-document YAML in the repository). Returns the release folder."""
+    folder = os.path.join(str(root), CSI_ADDONS_FIXTURE)
+    os.makedirs(folder, exist_ok=True)
+    for asset in RELEASE_ASSETS:
+        parts = sorted(glob.glob(os.path.join(FIXTURES, CSI_ADDONS_FIXTURE, asset, "*.yaml")))
+        assert parts, "no fixture documents for %s" % asset
+        with open(os.path.join(folder, asset + ".yaml"), "w") as out:
+            out.write("# assembled by tests/integration/roles/roles_helpers.py from tests/roles/fixtures (not upstream)\n")
+            for part in parts:
+                with open(part) as handle:
+                    out.write(handle.read())
+    return folder
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -32,9 +53,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class FixtureServer(object):
-    """tests/roles/fixtures over HTTP on 127.0.0.1 (a free port), in a thread; counts the requests."""
+    """A folder (a release mirror from build_release_mirror) over HTTP on 127.0.0.1 (a free port), in a
+    thread; records the paths asked for."""
 
-    def __init__(self, root=FIXTURES):
+    def __init__(self, root):
         self.root = root
         self.paths = []
         server = self
@@ -247,3 +269,18 @@ def molecule_failure(output, lines=80):
     """The interesting end of a failed molecule run, without the collection listing."""
     kept = [ln for ln in output.splitlines() if "Found installed collection" not in ln]
     return "\n".join(kept[-lines:])
+
+
+if __name__ == "__main__":
+    # By hand: build the release mirror and serve it, for `molecule test -s csi_addons` (molecule/README.md).
+    import tempfile
+    mirror_root = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="csi-addons-mirror-")
+    build_release_mirror(mirror_root)
+    with FixtureServer(mirror_root) as server:
+        print("VOLFENCE_CSI_ADDONS_SOURCE=%s/%s" % (server.url, CSI_ADDONS_FIXTURE), flush=True)
+        print("directory mirror: %s (Ctrl-C stops the server)" % os.path.join(mirror_root, CSI_ADDONS_FIXTURE), flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass

@@ -10,11 +10,11 @@ import pytest
 
 from roles_helpers import (
     CSI_ADDONS_FIXTURE,
-    FIXTURES,
     NF_API,
     Cluster,
     FixtureServer,
     RoleRunner,
+    build_release_mirror,
     molecule_failure,
     run_molecule,
 )
@@ -45,10 +45,18 @@ def role(tmp_path, cluster):
     return RoleRunner(tmp_path, "csi_addons", cluster.kubeconfig)
 
 
-def test_molecule_scenario_on_the_lab(lab, lab_inventory, tmp_path):
+@pytest.fixture
+def mirror(tmp_path):
+    """The root of a release mirror built from tests/roles/fixtures (see roles_helpers.build_release_mirror)."""
+    root = tmp_path / "mirror"
+    build_release_mirror(root)
+    return root
+
+
+def test_molecule_scenario_on_the_lab(lab, lab_inventory, tmp_path, mirror):
     """molecule test -s csi_addons: converge (URL mirror, image overrides, Rook sidecar switch, every lab
     node Connected), idempotence, verify, side effects (bad input refused, removal keeping the CRDs)."""
-    with FixtureServer() as fixtures:
+    with FixtureServer(mirror) as fixtures:
         rc, output = run_molecule("csi_addons", tmp_path, {
             "VOLFENCE_LAB_INVENTORY": lab_inventory,
             "VOLFENCE_CSI_ADDONS_SOURCE": "%s/%s" % (fixtures.url, CSI_ADDONS_FIXTURE)})
@@ -59,8 +67,8 @@ def test_molecule_scenario_on_the_lab(lab, lab_inventory, tmp_path):
     assert "/%s/setup-controller.yaml" % CSI_ADDONS_FIXTURE in served
 
 
-def test_directory_mirror_check_mode_install_and_idempotence(cluster, role):
-    source = os.path.join(FIXTURES, CSI_ADDONS_FIXTURE)
+def test_directory_mirror_check_mode_install_and_idempotence(cluster, role, mirror):
+    source = str(mirror / CSI_ADDONS_FIXTURE)
     seq = cluster.last_seq()
     check = role.run(check=True, diff=True, csi_addons_manifest_source=source)
     assert not check.failed, check.msg
@@ -81,8 +89,8 @@ def test_directory_mirror_check_mode_install_and_idempotence(cluster, role):
     assert not second.failed and second.changed_tasks == []
 
 
-def test_namespace_and_images_are_rewritten(cluster, role):
-    source = os.path.join(FIXTURES, CSI_ADDONS_FIXTURE)
+def test_namespace_and_images_are_rewritten(cluster, role, mirror):
+    source = str(mirror / CSI_ADDONS_FIXTURE)
     run = role.run(csi_addons_manifest_source=source, csi_addons_namespace="storage-addons",
                    csi_addons_image_registry="mirror.example.internal/csi", csi_addons_image_tag="v0.14.0-1")
     assert not run.failed, run.msg
@@ -95,8 +103,8 @@ def test_namespace_and_images_are_rewritten(cluster, role):
     assert cluster.get("/api/v1/namespaces/csi-addons-system") is None
 
 
-def test_removal_of_the_crds_is_refused_while_fences_exist(cluster, role):
-    source = os.path.join(FIXTURES, CSI_ADDONS_FIXTURE)
+def test_removal_of_the_crds_is_refused_while_fences_exist(cluster, role, mirror):
+    source = str(mirror / CSI_ADDONS_FIXTURE)
     assert not role.run(csi_addons_manifest_source=source).failed
     cluster.store([{"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
                     "metadata": {"name": "fence-worker-3"},
@@ -124,12 +132,12 @@ def test_removal_of_the_crds_is_refused_while_fences_exist(cluster, role):
     assert cluster.names(CRDS) == []
 
 
-def test_ceph_csi_operator_sidecar_switch(cluster, role):
+def test_ceph_csi_operator_sidecar_switch(cluster, role, mirror):
     cluster.create(CRDS, DRIVER_CRD)
     cluster.store([{"apiVersion": "csi.ceph.io/v1", "kind": "Driver",
                     "metadata": {"name": "rook-ceph.rbd.csi.ceph.com", "namespace": "rook-ceph"},
                     "spec": {"deployCsiAddons": False, "enableMetadata": True}}])
-    source = os.path.join(FIXTURES, CSI_ADDONS_FIXTURE)
+    source = str(mirror / CSI_ADDONS_FIXTURE)
     driver = "/apis/csi.ceph.io/v1/namespaces/rook-ceph/drivers/rook-ceph.rbd.csi.ceph.com"
     on = role.run(csi_addons_manifest_source=source, csi_addons_sidecar="ceph_csi_operator")
     assert not on.failed, on.msg
@@ -139,8 +147,8 @@ def test_ceph_csi_operator_sidecar_switch(cluster, role):
     assert cluster.get(driver)["spec"]["deployCsiAddons"] is False
 
 
-def test_missing_operator_object_is_a_clear_error_before_any_change(cluster, role):
-    source = os.path.join(FIXTURES, CSI_ADDONS_FIXTURE)
+def test_missing_operator_object_is_a_clear_error_before_any_change(cluster, role, mirror):
+    source = str(mirror / CSI_ADDONS_FIXTURE)
     seq = cluster.last_seq()
     run = role.run(csi_addons_manifest_source=source, csi_addons_sidecar="rook")
     assert run.failed
@@ -152,8 +160,8 @@ def test_missing_operator_object_is_a_clear_error_before_any_change(cluster, rol
     assert cluster.writes_since(seq) == []
 
 
-def test_unreadable_manifests_are_a_clear_error(cluster, role, tmp_path):
-    with FixtureServer() as fixtures:
+def test_unreadable_manifests_are_a_clear_error(cluster, role, tmp_path, mirror):
+    with FixtureServer(mirror) as fixtures:
         run = role.run(csi_addons_manifest_source=fixtures.url + "/csi-addons/v9.9.9")
     assert run.failed
     assert "cannot read the CSI-Addons manifests, nothing was changed: crds.yaml: Status code was 404" in run.msg
