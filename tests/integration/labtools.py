@@ -155,3 +155,24 @@ def run_playbook(inventory, playbook, extra_vars=None, check=False, diff=False, 
     proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
     return AnsibleRun(proc)
+
+
+def wait_until(predicate, timeout=20.0, step=0.2):
+    """Poll predicate until it returns something true or timeout seconds pass; return its last value."""
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def lab_kube(lab):
+    """A client of the lab's Kubernetes API, or None when the lab has no Kubernetes side."""
+    path = os.path.join(lab.dir, "kubeconfig")
+    if not os.path.exists(path):
+        return None
+    from kubeclient import KubeClient, server_from_kubeconfig
+    return KubeClient(server_from_kubeconfig(path))

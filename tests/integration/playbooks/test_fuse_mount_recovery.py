@@ -2,37 +2,17 @@
 
 import json
 import os
-import time
 
 import pytest
 
-from labtools import REPO, run_playbook
+from labtools import REPO, run_playbook, wait_until
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "fuse_mount_recovery.yml")
 
 
-def wait_until(predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    return predicate()
-
-
 @pytest.fixture
-def seed_002(lab):
-    from kubeclient import KubeClient, server_from_kubeconfig
-    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
-        pytest.skip("the lab has no Kubernetes side")
-    lab.lab("revive-node", "node-c")
-    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
-    state = json.loads(lab.lab("scenario", "seed-002"))
-    yield state, kube
-    kube.delete("deployments", state["deployment"], "default")
-    for pod in kube.list("pods", "default", label_selector="app=" + state["deployment"]):
-        kube.delete("pods", pod["metadata"]["name"], "default", grace_period=0)
+def seed_002(kube, incident):
+    return incident("seed-002"), kube
 
 
 def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(seed_002, lab_inventory, tmp_path):

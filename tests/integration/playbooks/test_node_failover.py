@@ -11,17 +11,8 @@ PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
 
 
 @pytest.fixture
-def seed_000(clean_lab):
-    from kubeclient import KubeClient, server_from_kubeconfig
-    lab = clean_lab
-    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
-        pytest.skip("the lab has no Kubernetes side")
-    for node in lab.nodes:
-        lab.lab("revive-node", node)
-    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
-    state = json.loads(lab.lab("scenario", "seed-000"))
-    yield lab, state, kube
-    kube.delete("deployments", state["deployment"], "default")
+def seed_000(clean_lab, kube, incident):
+    yield clean_lab, incident("seed-000"), kube
     for fence in kube.list("networkfences") if kube.find("customresourcedefinitions", "networkfences.csiaddons.openshift.io") else []:
         kube.delete("networkfences", fence["metadata"]["name"])
 

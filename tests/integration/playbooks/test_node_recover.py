@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import REPO, run_playbook
+from labtools import REPO, run_playbook, wait_until
 
 FAILOVER = os.path.join(REPO, "playbooks", "node_failover.yml")
 RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
@@ -24,21 +24,14 @@ def blocklist_entries(lab):
 
 
 @pytest.fixture
-def failed_over(clean_lab, lab_inventory, tmp_path):
-    from kubeclient import KubeClient, server_from_kubeconfig
+def failed_over(clean_lab, kube, incident, lab_inventory, tmp_path):
     lab = clean_lab
-    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
-        pytest.skip("the lab has no Kubernetes side")
-    for node in lab.nodes:
-        lab.lab("revive-node", node)
-    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
-    state = json.loads(lab.lab("scenario", "seed-000"))
+    state = incident("seed-000")
     report = tmp_path / "failover.json"
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                  "out_of_service_taint": True, "report_path": str(report)})
     assert run.rc == 0, run.stdout[-3000:]
-    yield lab, state, kube, report
-    kube.delete("deployments", state["deployment"], "default")
+    return lab, state, kube, report
 
 
 def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inventory, tmp_path):
@@ -52,11 +45,8 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     assert fenced in blocklist_entries(lab)
 
     lab.lab("revive-node", "node-b")  # power-cycled: old clients gone, kubelet back
-    ready = lambda: [c for c in kube.get("nodes", "node-b")["status"]["conditions"] if c["type"] == "Ready"][0]["status"]
-    import time
-    deadline = time.time() + 15
-    while ready() != "True" and time.time() < deadline:
-        time.sleep(0.3)
+    assert wait_until(lambda: [c for c in kube.get("nodes", "node-b")["status"]["conditions"]
+                               if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
 
     check = run_playbook(lab_inventory, RECOVER, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]

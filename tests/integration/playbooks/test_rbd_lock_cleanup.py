@@ -11,17 +11,8 @@ PLAYBOOK = os.path.join(REPO, "playbooks", "rbd_lock_cleanup.yml")
 
 
 @pytest.fixture
-def seed_003(clean_lab):
-    from kubeclient import KubeClient, server_from_kubeconfig
-    lab = clean_lab
-    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
-        pytest.skip("the lab has no Kubernetes side")
-    for node in lab.nodes:
-        lab.lab("revive-node", node)
-    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
-    state = json.loads(lab.lab("scenario", "seed-003"))
-    yield lab, state, kube
-    kube.delete("deployments", state["deployment"], "default")
+def seed_003(clean_lab, kube, incident):
+    return clean_lab, incident("seed-003"), kube
 
 
 def locks(lab, image):

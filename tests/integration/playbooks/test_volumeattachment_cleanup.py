@@ -11,14 +11,8 @@ PLAYBOOK = os.path.join(REPO, "playbooks", "volumeattachment_cleanup.yml")
 
 
 @pytest.fixture
-def seed_001(lab):
-    from kubeclient import KubeClient, server_from_kubeconfig
-    if not os.path.exists(os.path.join(lab.dir, "kubeconfig")):
-        pytest.skip("the lab has no Kubernetes side")
-    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
-    state = json.loads(lab.lab("scenario", "seed-001"))
-    yield state, kube
-    kube.delete("deployments", state["deployment"], "default")
+def seed_001(kube, incident):
+    return incident("seed-001"), kube
 
 
 def test_check_mode_then_cleanup(seed_001, lab_inventory, tmp_path):
@@ -46,19 +40,11 @@ def test_check_mode_then_cleanup(seed_001, lab_inventory, tmp_path):
     assert len(running) == 1 and running[0]["spec"]["nodeName"] == state["stuck_node"]
 
 
-def test_an_attachment_in_use_is_kept(lab, lab_inventory, tmp_path):
+def test_an_attachment_in_use_is_kept(incident, lab_inventory, tmp_path):
     """A stuck pod whose volume is attached where a pod still uses it: nothing is provably stale."""
-    from kubeclient import KubeClient, server_from_kubeconfig
-    kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
-    for node in lab.nodes:
-        lab.lab("revive-node", node)
-    state = json.loads(lab.lab("scenario", "seed-000"))  # node-b is NotReady, but only for seconds
-    try:
-        run = run_playbook(lab_inventory, PLAYBOOK, {"pod_namespace": "default", "pod_name": state["stuck_pod"],
-                                                     "report_path": str(tmp_path / "r.json")}, check=True)
-        assert run.rc == 0, run.stdout[-3000:]
-        report = json.loads((tmp_path / "r.json").read_text())
-        assert report["stale"] == [] and report["pod_restarted"] is False
-    finally:
-        kube.delete("deployments", state["deployment"], "default")
-        lab.lab("revive-node", "node-b")
+    state = incident("seed-000")  # node-b is NotReady, but only for seconds
+    run = run_playbook(lab_inventory, PLAYBOOK, {"pod_namespace": "default", "pod_name": state["stuck_pod"],
+                                                 "report_path": str(tmp_path / "r.json")}, check=True)
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stale"] == [] and report["pod_restarted"] is False
