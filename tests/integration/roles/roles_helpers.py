@@ -241,6 +241,33 @@ class RoleRunner(object):
         return run
 
 
+    def refusals(self, cases):
+        """Runs the role once per case (role variables) in ONE playbook, each in a block/rescue, and
+        returns, per case, the error message it failed with (None if it did not fail)."""
+        tasks = []
+        for index, case in enumerate(cases):
+            variables = dict(case)
+            variables.setdefault("%s_kubeconfig" % self.role, self.kubeconfig)
+            tasks.append({
+                "name": "Case %d" % index,
+                "block": [
+                    {"name": "Case %d | the role" % index, "ansible.builtin.include_role": {"name": "volfence.csi." + self.role},
+                     "vars": variables},
+                    {"name": "Case %d | not refused" % index, "ansible.builtin.set_fact": {"refusal_%d" % index: None}},
+                ],
+                "rescue": [{"name": "Case %d | refused" % index,
+                            "ansible.builtin.set_fact": {"refusal_%d" % index: "{{ ansible_failed_result.msg }}"}}],
+            })
+        playbook = str(self.dir / ("%s-refusals.yml" % self.role))
+        with open(playbook, "w") as handle:
+            json.dump([{"name": "Refusals", "hosts": "localhost", "gather_facts": False, "tasks": tasks}], handle, indent=1)
+        run = run_playbook(self.inventory, playbook, extra_env={"TMPDIR": str(self.dir)})
+        facts = {}
+        for result in run.results("localhost"):
+            facts.update(result.get("ansible_facts") or {})
+        return [facts.get("refusal_%d" % index, "(case not run)") for index in range(len(cases))]
+
+
 # ----------------------------------------------------------------------------- molecule
 
 def run_molecule(scenario, tmp_path, env_extra, timeout=600):
