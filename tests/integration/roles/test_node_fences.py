@@ -112,6 +112,19 @@ def test_selector_prunes_only_fences_of_deleted_nodes(cluster, role):
     assert not again.failed and again.changed_tasks == []
 
 
+def test_prune_off_keeps_everything_and_a_new_prefix_replaces_old_fences(cluster, role):
+    cluster.store([node("a", [("InternalIP", "192.0.2.91")]),
+                   fence("old-a", ["192.0.2.91/32"], "Unfenced", "a"),
+                   fence("volfence-gone", ["192.0.2.92/32"], "Unfenced", "gone")])
+    kept = role.run(node_fences_network_fence_class="rbd-fence", node_fences_prune=False)
+    assert not kept.failed, kept.msg
+    assert sorted(fences(cluster)) == ["old-a", "volfence-a", "volfence-gone"]
+    pruned = role.run(node_fences_network_fence_class="rbd-fence")
+    assert not pruned.failed, pruned.msg
+    assert pruned.facts["node_fences_report"]["pruned"] == ["old-a", "volfence-gone"]
+    assert sorted(fences(cluster)) == ["volfence-a"]
+
+
 def test_changed_addresses_update_unfenced_fences_only(cluster, role):
     cluster.store([node("a", [("InternalIP", "192.0.2.41")]), node("b", [("InternalIP", "192.0.2.42")]),
                    fence("volfence-a", ["192.0.2.141/32"], "Unfenced", "a"),
