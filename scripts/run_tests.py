@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Run every test stage of the collection and print one pytest-style summary.
 
-Stages (all by default, or name some): sanity, units, integration.
+Stages (all by default, or name some): sanity, sanity-oldest, units, integration.
   sanity       ansible-test sanity on a temporary ansible_collections tree (offline)
+  sanity-oldest  the same on the oldest supported ansible-core (.venv-oldest)
   units        ansible-test units
   integration  starts the lab (real Ceph, simulated nodes), runs tests/integration with the
                controller's Python and the Ceph-bindings Python, and always stops the lab
@@ -69,6 +70,12 @@ def stage_sanity():
     return [run_logged("sanity", [os.path.join(REPO, "scripts", "ansible_test.sh"), "sanity"])]
 
 
+def stage_sanity_oldest():
+    """Sanity on the oldest ansible-core the collection supports (its own virtualenv)."""
+    env = dict(os.environ, VOLFENCE_VENV=os.path.join(REPO, ".venv-oldest"), ANSIBLE_TEST_PYTHONS="3.12")
+    return [run_logged("sanity-oldest", [os.path.join(REPO, "scripts", "ansible_test.sh"), "sanity"], env=env)]
+
+
 def stage_units():
     return [run_logged("units", [os.path.join(REPO, "scripts", "ansible_test.sh"), "units"])]
 
@@ -116,11 +123,12 @@ def stage_integration():
     return results
 
 
-STAGES = {"sanity": stage_sanity, "units": stage_units, "integration": stage_integration}
+STAGES = {"sanity": stage_sanity, "sanity-oldest": stage_sanity_oldest, "units": stage_units,
+          "integration": stage_integration}
 
 
 def main(argv):
-    names = argv or ["sanity", "units", "integration"]
+    names = argv or ["sanity", "sanity-oldest", "units", "integration"]
     unknown = [n for n in names if n not in STAGES]
     if unknown:
         sys.stderr.write("unknown stage(s): %s (known: %s)\n" % (", ".join(unknown), ", ".join(STAGES)))

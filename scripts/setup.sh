@@ -171,6 +171,32 @@ EOF
     done
 }
 
+# The oldest ansible-core the collection supports (meta/runtime.yml requires_ansible): sanity
+# runs on it too. kubernetes.core comes from .venv (6.x supports ansible-core >= 2.16).
+OLDEST_CORE="ansible-core>=2.16,<2.17"
+OLDEST_VENV="$REPO/.venv-oldest"
+setup_oldest_venv() {
+    local stamp="$OLDEST_VENV/.volfence-oldest" want
+    want="$(printf '%s\n' "$OLDEST_CORE" | cat - "$REPO/requirements.txt" | sha256sum | cut -d' ' -f1)"
+    if [ ! -x "$OLDEST_VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "setup.sh: creating $OLDEST_VENV ($OLDEST_CORE)" >&2
+        rm -rf "$OLDEST_VENV"
+        run_logged "oldest virtualenv creation" "$(find_python)" -m venv "$OLDEST_VENV"
+        (cd "$REPO" && run_logged "pip install $OLDEST_CORE" "$OLDEST_VENV/bin/python" -m pip install --quiet \
+            --disable-pip-version-check "$OLDEST_CORE" -r requirements.txt)
+        echo "$want" >"$stamp"
+    fi
+    local site src
+    site="$("$OLDEST_VENV/bin/python" -c 'import ansible, os; print(os.path.dirname(os.path.dirname(ansible.__file__)))')"
+    src="$("$VENV/bin/python" -c 'import ansible, os; print(os.path.join(os.path.dirname(os.path.dirname(ansible.__file__)), "ansible_collections", "kubernetes", "core"))')"
+    if ! cmp -s "$src/MANIFEST.json" "$site/ansible_collections/kubernetes/core/MANIFEST.json"; then
+        rm -rf "$site/ansible_collections/kubernetes/core"
+        mkdir -p "$site/ansible_collections/kubernetes"
+        cp -a "$src" "$site/ansible_collections/kubernetes/core"
+    fi
+    VENV="$OLDEST_VENV" install_pip_bootstrap
+}
+
 main() {
     local skip_apt="${VOLFENCE_SKIP_APT:-0}" only_bootstrap=0 arg
     for arg in "$@"; do
@@ -189,6 +215,7 @@ main() {
     [ "$skip_apt" = 1 ] || install_apt_packages
     setup_venv
     install_pip_bootstrap
+    setup_oldest_venv
 }
 
 main "$@"
