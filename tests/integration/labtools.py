@@ -176,3 +176,13 @@ def lab_kube(lab):
         return None
     from kubeclient import KubeClient, server_from_kubeconfig
     return KubeClient(server_from_kubeconfig(path))
+
+
+def clear_foreign_attachments(kube, lab_driver="rbd.csi.ceph.com"):
+    """Remove VolumeAttachments of drivers that have no attacher in the lab (seed-001's csi-unity):
+    nothing would ever drop their finalizer, and a later failover of that node would wait on them."""
+    for va in kube.list("volumeattachments"):
+        if va["spec"].get("attacher") != lab_driver:
+            if va["metadata"].get("finalizers"):
+                kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": []}})
+            kube.delete("volumeattachments", va["metadata"]["name"])

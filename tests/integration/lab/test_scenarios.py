@@ -48,6 +48,8 @@ def scenario(clean_lab, kube):
         kube.delete("deployments", deploy["metadata"]["name"], "default")
     for pod in kube.list("pods", "default"):
         kube.delete("pods", pod["metadata"]["name"], "default", grace_period=0)
+    from labtools import clear_foreign_attachments
+    clear_foreign_attachments(kube)
     wait_until(lambda: all(n["metadata"]["name"] for n in kube.list("nodes")) and
                all(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
                    for n in kube.list("nodes")), timeout=15)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from labtools import lab_kube
+from labtools import clear_foreign_attachments, lab_kube
 
 
 @pytest.fixture
@@ -30,3 +30,4 @@ def incident(clean_lab, kube):
     for state in built:
         if state.get("deployment"):
             kube.delete("deployments", state["deployment"], "default")
+    clear_foreign_attachments(kube)

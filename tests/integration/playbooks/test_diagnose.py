@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import REPO, run_playbook
+from labtools import REPO, clear_foreign_attachments, run_playbook
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "diagnose.yml")
 
@@ -24,11 +24,7 @@ def incidents(lab):
     for state in built.values():
         if state.get("deployment"):
             kube.delete("deployments", state["deployment"], "default")
-    # seed-001's attachment belongs to a driver with no attacher in the lab: drop its finalizer
-    va = built["seed-001"]["volumeattachment"]
-    if kube.find("volumeattachments", va):
-        kube.patch("volumeattachments", va, {"metadata": {"finalizers": []}})
-        kube.delete("volumeattachments", va)
+    clear_foreign_attachments(kube)
     for node in lab.nodes:
         lab.lab("revive-node", node)
     lab.unblock_all()
