@@ -16,29 +16,12 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.volfence.csi.plugins.module_utils import _volumeattachment_ops
 from ansible_collections.volfence.csi.plugins.modules import volumeattachment, volumeattachment_info
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__volumeattachment_ops import (
     VA0,
     VA1,
     cluster,
 )
-
-
-def warning_texts(out):
-    """The warnings of a result, whatever the ansible-core version's format (strings or summaries)."""
-    texts = []
-    for item in out.get('warnings') or []:
-        texts.append(item if isinstance(item, str) else json.dumps(item))
-    return texts
-
-
-def fresh_warnings(monkeypatch):
-    """ansible-core keeps warnings in a process-wide registry: start each run with an empty one."""
-    from ansible.module_utils.common import warnings as registry
-    for name in ('_global_warnings', '_global_deprecations'):
-        if isinstance(getattr(registry, name, None), dict):
-            monkeypatch.setattr(registry, name, {})
-        elif isinstance(getattr(registry, name, None), list):
-            monkeypatch.setattr(registry, name, [])
 
 
 def run(module, args, monkeypatch, capsys, fake, clock, check=False, diff=False):
