@@ -344,16 +344,22 @@ class NetworkFences(object):
         names = [p.name for p in plans]
         return self.read_fences(names)
 
+    def _poll_or_fail(self, pending, failures):
+        """The pending fences as they are now, or None once a failed read was recorded for all of them."""
+        try:
+            return self._poll(pending)
+        except K8sError as exc:
+            for plan in pending:
+                plan.error = exc.msg
+                failures.append((plan.name, exc))
+            return None
+
     def _wait_outcomes(self, plans, wait_timeout, wait_sleep, failures):
         deadline = self.clock() + wait_timeout
         pending = list(plans)
         while pending:
-            try:
-                current = self._poll(pending)
-            except K8sError as exc:
-                for plan in pending:
-                    plan.error = exc.msg
-                    failures.append((plan.name, exc))
+            current = self._poll_or_fail(pending, failures)
+            if current is None:
                 return
             still = []
             for plan in pending:
@@ -404,12 +410,8 @@ class NetworkFences(object):
         deadline = self.clock() + wait_timeout
         pending = [p for p in plans if not p.gone]
         while pending:
-            try:
-                current = self._poll(pending)
-            except K8sError as exc:
-                for plan in pending:
-                    plan.error = exc.msg
-                    failures.append((plan.name, exc))
+            current = self._poll_or_fail(pending, failures)
+            if current is None:
                 return
             still = []
             for plan in pending:
