@@ -1,0 +1,686 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: the safety decision layer (docs/safety.md).
+
+Every destructive step of the collection (fence, unfence, lock break, pod force-delete,
+VolumeAttachment removal) is decided here, by pure functions over plain data (Kubernetes objects
+as JSON dicts, rbd_watchers / rbd_lock / ceph_blocklist_info results). No I/O: the playbooks reach
+these functions through the volfence.csi filters, the modules call them directly. Each decision
+names the invariant (I1..I9 of docs/safety.md) that makes it safe, or says why it was refused.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import ipaddress
+import re
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+    age_seconds,
+    node_ready,
+)
+
+# --------------------------------------------------------------------------- addresses (I1, I2)
+
+_CEPH_TYPE_PREFIX = re.compile(r'^(?:v1|v2|any|legacy):', re.IGNORECASE)
+_V4_WITH_PORT = re.compile(r'^(\d{1,3}(?:\.\d{1,3}){3}):\d+(?:/\d+)?$')
+_BRACKETED = re.compile(r'^\[([^\]]+)\](?::\d+)?(?:/\d+)?$')
+
+
+def unmap(ip):
+    """An ipaddress object with IPv4-mapped IPv6 (::ffff:a.b.c.d) turned into its IPv4 address:
+    the same host, which every safety comparison must see as one."""
+    if ip is not None and ip.version == 6 and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def normalize_ip(value):
+    """The host of anything that names one client: an IP, Ceph's ip:port/nonce or
+    [ipv6]:port/nonce (optionally v1:/v2:/any: prefixed), an ipaddress object; IPv4-mapped IPv6
+    unmapped, port and nonce dropped. None when `value` names no single host."""
+    if value is None:
+        return None
+    if isinstance(value, (ipaddress.IPv4Address, ipaddress.IPv6Address)):
+        return unmap(value)
+    text = _CEPH_TYPE_PREFIX.sub('', str(value).strip())
+    match = _BRACKETED.match(text) or _V4_WITH_PORT.match(text)
+    if match:
+        text = match.group(1)
+    try:
+        return unmap(ipaddress.ip_address(u'%s' % text))
+    except ValueError:
+        return None
+
+
+def normalize_network(value):
+    """A network as an ipaddress network with an IPv4-mapped IPv6 range (::ffff:10.0.0.0/120)
+    turned into the IPv4 network it covers (10.0.0.0/24). Host bits are tolerated (this is for
+    comparing, not for validating input). None when `value` is not a network or an address."""
+    if isinstance(value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
+        net = value
+    else:
+        text = str(value).strip()
+        if text.startswith('cidr:'):
+            text = text[5:]
+        # Ceph writes a range as ip:0/prefix or [ipv6]:0/prefix
+        ceph_range = re.match(r'^\[?([0-9A-Fa-f:.]+?)\]?:0/(\d+)$', text)
+        if ceph_range:
+            text = '%s/%s' % ceph_range.groups()
+        if '/' not in text:
+            ip = normalize_ip(text)
+            return ipaddress.ip_network(ip) if ip is not None else None
+        try:
+            net = ipaddress.ip_network(u'%s' % text, strict=False)
+        except ValueError:
+            return None
+    if net.version == 6 and net.network_address.ipv4_mapped is not None and net.prefixlen >= 96:
+        return ipaddress.ip_network(u'%s/%d' % (net.network_address.ipv4_mapped, net.prefixlen - 96))
+    return net
+
+
+def network_contains(net, ip):
+    """Whether the (normalised) network holds the (normalised) address."""
+    return net is not None and ip is not None and net.version == ip.version and ip in net
+
+
+# --------------------------------------------------------------------------- the cluster as the rules see it
+
+# The names the reports and docs/safety.md use for the invariants.
+INVARIANTS = {
+    'I1': 'never fence an address that a Ready node lists, that two nodes share, or that a Ceph daemon uses',
+    'I2': 'never unfence an entry or fence that also covers a node not proven recovered',
+    'I3': 'recovered means restarted: the node rebooted after it was fenced',
+    'I4': 'never break a lock whose holder is Ready, has a fresh Lease, or cannot be tied to one node',
+    'I5': 'never delete a VolumeAttachment whose volume is in use on its Ready node',
+    'I6': 'never release a volume of the failed node that was not made safe',
+    'I7': 'every result is honest: changed, done and failed, on success and on failure',
+    'I8': 'every external call is bounded in time',
+    'I9': 'names never become options; numbers are finite',
+}
+
+LEASE_NAMESPACE = 'kube-node-lease'
+
+
+def _name(obj):
+    return ((obj or {}).get('metadata') or {}).get('name')
+
+
+class ClusterView(object):
+    """Nodes as the safety rules need them: readiness, Lease age, bootID and every IP address
+    (any address type, IPv4-mapped IPv6 unmapped), with the owners of each address."""
+
+    def __init__(self, nodes, leases=None, now=None):
+        self.nodes = {}
+        self.owners = {}
+        lease_age = {}
+        for lease in leases or []:
+            meta = lease.get('metadata') or {}
+            if meta.get('namespace', LEASE_NAMESPACE) == LEASE_NAMESPACE and meta.get('name'):
+                lease_age[meta['name']] = age_seconds((lease.get('spec') or {}).get('renewTime'), now)
+        for node in nodes or []:
+            name = _name(node)
+            if not name:
+                continue
+            addresses = []
+            for entry in ((node.get('status') or {}).get('addresses') or []):
+                ip = normalize_ip(entry.get('address'))
+                if ip is not None and ip not in addresses:
+                    addresses.append(ip)
+            self.nodes[name] = dict(
+                name=name,
+                ready=node_ready(node),
+                lease_age=lease_age.get(name),
+                boot_id=(((node.get('status') or {}).get('nodeInfo') or {}).get('bootID') or None),
+                addresses=addresses,
+                volumes_in_use=list((node.get('status') or {}).get('volumesInUse') or []),
+            )
+            for ip in addresses:
+                owners = self.owners.setdefault(ip, [])
+                if name not in owners:
+                    owners.append(name)
+        for owners in self.owners.values():
+            owners.sort()
+
+    def owners_of(self, ip):
+        return list(self.owners.get(normalize_ip(ip), []))
+
+    def nodes_in(self, net, exclude=None):
+        """Names of the nodes with an address inside the network, sorted."""
+        net = normalize_network(net)
+        return sorted(set(name for ip, names in self.owners.items() if network_contains(net, ip)
+                          for name in names if name != exclude))
+
+    def ready(self, name):
+        return (self.nodes.get(name) or {}).get('ready') == 'True'
+
+    def addressless_ready(self):
+        """Ready nodes whose status lists no IP: no address can be proven not to be theirs."""
+        return sorted(n['name'] for n in self.nodes.values() if n['ready'] == 'True' and not n['addresses'])
+
+    def alive_reason(self, name, lease_grace, allow_fresh_lease=False):
+        """Why `name` must be treated as alive (None when it is provably down): Ready, or a Lease
+        renewed within lease_grace seconds (unless allow_fresh_lease, the preflight's force)."""
+        facts = self.nodes.get(name)
+        if facts is None:
+            return 'node %s does not exist' % name
+        if facts['ready'] == 'True':
+            return 'node %s is Ready' % name
+        age = facts['lease_age']
+        if not allow_fresh_lease and age is not None and age < int(lease_grace):
+            return ('node %s renewed its Lease %d s ago (less than %d s): its kubelet may be alive'
+                    % (name, age, int(lease_grace)))
+        return None
+
+
+def _daemon_ips(daemon_addresses):
+    out = set()
+    for value in daemon_addresses or []:
+        ip = normalize_ip(value)
+        if ip is not None:
+            out.add(ip)
+    return out
+
+
+# --------------------------------------------------------------------------- I1: what a failover fences
+
+def fence_plan(images, failed_node, nodes, leases=None, lease_grace=120, daemon_addresses=None,
+               fence_unknown=False, force=False, now=None):
+    """Split the watchers of the failed node's images into those to fence and those to keep (I1).
+
+    images: rbd_watchers' `images` (watchers with `address`; csi_client_addresses with node, ip).
+    nodes, leases: Node and Lease objects as k8s_info returns them. The watchers' own `node` field
+    is not trusted: owners are re-derived from every address of every node, after normalising.
+    A watcher is fenced only when its address is the failed node's alone (or, for pod networking,
+    ceph-csi recorded that the failed node staged the image from it, or fence_unknown), the failed
+    node is provably down, no Ready node lists the address, no two nodes share it, and no Ceph
+    daemon uses it. force lets a fresh Lease pass (never a Ready node).
+    Returns {fence: [address], kept: [{address, image, reason, invariant}], by_image: {spec: [address]},
+    refused: reason or None}.
+    """
+    view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
+    daemons = _daemon_ips(daemon_addresses)
+    refused = view.alive_reason(failed_node, lease_grace, allow_fresh_lease=force)
+    addressless = view.addressless_ready()
+    fence, kept, by_image = [], [], {}
+    for image in images or []:
+        spec = image.get('spec') or '%s/%s' % (image.get('pool'), image.get('image'))
+        recorded = set(normalize_ip(c.get('ip')) for c in image.get('csi_client_addresses') or []
+                       if c.get('node') == failed_node and c.get('ip'))
+        chosen = []
+        for watcher in image.get('watchers') or []:
+            address = watcher.get('address')
+            reason = _fence_refusal(view, normalize_ip(address), failed_node, recorded, daemons,
+                                    addressless, fence_unknown, refused)
+            if reason is None:
+                chosen.append(address)
+                if address not in fence:
+                    fence.append(address)
+            else:
+                kept.append(dict(address=address, image=spec, reason=reason, invariant='I1'))
+        by_image[spec] = chosen
+    return dict(fence=fence, kept=kept, by_image=by_image, refused=refused)
+
+
+def _fence_refusal(view, ip, failed_node, recorded, daemons, addressless, fence_unknown, refused):
+    """None when the watcher at `ip` may be fenced, else why not."""
+    if ip is None:
+        return 'its address cannot be read as an IP'
+    if ip in daemons:
+        return '%s is an address of a Ceph daemon' % ip
+    owners = view.owners_of(ip)
+    ready = [n for n in owners if view.ready(n)]
+    if ready:
+        return 'held from %s, an address of Ready node %s' % (ip, ', '.join(ready))
+    if len(owners) > 1:
+        return 'held from %s, an address that nodes %s share: it cannot be tied to one node' % (
+            ip, ', '.join(owners))
+    if owners and owners[0] != failed_node:
+        return 'held from node %s, which is not the failed node' % owners[0]
+    if refused:
+        return 'not fenced: %s' % refused
+    if owners:
+        return None
+    if addressless:
+        return ('held from %s, which no node lists, while Ready node(s) %s list no address: it may be '
+                'theirs' % (ip, ', '.join(addressless)))
+    if ip in recorded or fence_unknown:
+        return None
+    return ('held from %s, which is no node\'s address and not recorded by ceph-csi as the failed node\'s '
+            '(set fence_unknown_watchers to fence it)' % ip)
+
+
+def remaining(images, fenced):
+    """Watcher addresses of `images` that are still among `fenced` (empty once the fence took)."""
+    fenced = set(fenced or [])
+    return sorted(set(w.get('address') for i in images or [] for w in i.get('watchers') or []
+                      if w.get('address') in fenced))
+
+
+def fence_cidrs(failed_node, nodes, leases=None, lease_grace=120, force=False, now=None):
+    """The host CIDRs a NetworkFence of the failed node may fence (I1): each of the node's
+    addresses that no Ready node lists and no other node shares. Returns {cidrs, kept, refused}."""
+    view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
+    refused = view.alive_reason(failed_node, lease_grace, allow_fresh_lease=force)
+    cidrs, kept = [], []
+    for ip in (view.nodes.get(failed_node) or {}).get('addresses') or []:
+        others = [n for n in view.owners_of(ip) if n != failed_node]
+        if refused:
+            kept.append(dict(address=str(ip), reason='not fenced: %s' % refused, invariant='I1'))
+        elif others:
+            kept.append(dict(address=str(ip), reason='shared with node(s) %s' % ', '.join(others), invariant='I1'))
+        else:
+            cidrs.append('%s/%d' % (ip, ip.max_prefixlen))
+    return dict(cidrs=cidrs, kept=kept, refused=refused)
+
+
+# --------------------------------------------------------------------------- the failover's marker (I2, I3)
+
+# node_failover leaves this annotation on the failed Node: what it fenced and the bootID the node
+# had then. node_recover lifts exactly that, and only once the bootID changed.
+MARKER_ANNOTATION = 'volfence.csi/failover'
+
+
+def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
+    """The annotation value (JSON text) node_failover leaves on the failed node."""
+    import json
+    boot_id = (((node or {}).get('status') or {}).get('nodeInfo') or {}).get('bootID') or None
+    return json.dumps(dict(boot_id=boot_id, fenced_at=fenced_at, blocklist=sorted(set(blocklisted or [])),
+                           networkfences=sorted(set(networkfences or []))), sort_keys=True)
+
+
+def read_marker(node=None, report=None):
+    """The failover's record for a node: from its annotation, else from a node_failover JSON
+    report (a dict). None when neither says anything."""
+    import json
+    text = (((node or {}).get('metadata') or {}).get('annotations') or {}).get(MARKER_ANNOTATION)
+    if text:
+        try:
+            marker = json.loads(text)
+        except ValueError:
+            marker = None
+        if isinstance(marker, dict):
+            return marker
+    if isinstance(report, dict) and report:
+        marker = report.get('marker')
+        if isinstance(marker, dict):
+            return marker
+        plan = report.get('fence_plan') or {}
+        return dict(boot_id=(report.get('preflight') or {}).get('boot_id'), fenced_at=report.get('generated'),
+                    blocklist=list(plan.get('fence') or []), networkfences=list(report.get('networkfences') or []))
+    return None
+
+
+def _addr_key(text):
+    """(ip, port, nonce) of a Ceph client address, with the IP normalised; None if unreadable."""
+    text = _CEPH_TYPE_PREFIX.sub('', str(text or '').strip())
+    match = re.match(r'^\[?([0-9A-Fa-f:.]+?)\]?(?::(\d+))?(?:/(\d+))?$', text)
+    if not match:
+        return None
+    ip = normalize_ip(match.group(1))
+    if ip is None:
+        return None
+    return (ip, int(match.group(2) or 0), int(match.group(3) or 0))
+
+
+# --------------------------------------------------------------------------- I2, I3: what a recovery lifts
+
+def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=None, lease_fresh=60,
+                  force=False, now=None):
+    """What node_recover may lift for `node` (I2), once the node is proven restarted (I3).
+
+    entries: ceph_blocklist_info `entries`; fences: networkfence_info `fences`; marker: read_marker().
+    An entry or fence is lifted only when it covers no node other than `node` and it is `node`'s
+    (an address of the node, or recorded by its failover); everything else that concerns the node is
+    kept with the reason. Returns {refused, evidence, remove_addresses, remove_cidrs, unfence, kept}.
+    """
+    view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
+    facts = view.nodes.get(node)
+    evidence = dict(node=node, ready=(facts or {}).get('ready'), lease_age=(facts or {}).get('lease_age'),
+                    boot_id=(facts or {}).get('boot_id'), fenced_boot_id=(marker or {}).get('boot_id'),
+                    marker=marker is not None)
+    refused = _recovery_refusal(node, facts, marker, lease_fresh)
+    if refused and force:
+        evidence['forced_past'] = refused
+        refused = None
+    own = set((facts or {}).get('addresses') or [])
+    marked = set(k for k in (_addr_key(a) for a in (marker or {}).get('blocklist') or []) if k)
+    marked_ips = set(k[0] for k in marked)
+    marked_fences = set((marker or {}).get('networkfences') or [])
+    out = dict(refused=refused, evidence=evidence, remove_addresses=[], remove_cidrs=[], unfence=[], kept=[])
+    for entry in entries or []:
+        decision = _entry_decision(view, node, own, marked, marked_ips, entry)
+        if decision is None:
+            continue
+        kind, value, reason = decision
+        if reason is not None:
+            out['kept'].append(dict(entry=entry.get('entry') or value, reason=reason, invariant='I2'))
+        elif kind == 'address':
+            out['remove_addresses'].append(value)
+        else:
+            out['remove_cidrs'].append(value)
+    for fence in fences or []:
+        decision = _fence_decision(view, node, own, marked_fences, fence)
+        if decision is None:
+            continue
+        if decision is True:
+            out['unfence'].append(fence.get('name'))
+        else:
+            out['kept'].append(dict(networkfence=fence.get('name'), reason=decision, invariant='I2'))
+    if refused:
+        out['remove_addresses'], out['remove_cidrs'], out['unfence'] = [], [], []
+    return out
+
+
+def _recovery_refusal(node, facts, marker, lease_fresh):
+    if facts is None:
+        return 'node %s does not exist' % node
+    if facts['ready'] != 'True':
+        return 'node %s is not Ready' % node
+    age = facts['lease_age']
+    if age is None or age > int(lease_fresh):
+        return ('node %s has not renewed its Lease within %d s (%s)'
+                % (node, int(lease_fresh), 'no Lease' if age is None else 'last %d s ago' % age))
+    if not marker or not marker.get('boot_id'):
+        return ('no record of the bootID node %s had when it was fenced (no %s annotation and no failover '
+                'report): cannot prove it restarted since (I3)' % (node, MARKER_ANNOTATION))
+    if not facts['boot_id']:
+        return 'node %s reports no bootID: cannot prove it restarted since it was fenced (I3)' % node
+    if facts['boot_id'] == marker['boot_id']:
+        return ('node %s has not rebooted since it was fenced (bootID %s unchanged): its old clients may still '
+                'run, and lifting the fence lets them write again (I3)' % (node, facts['boot_id']))
+    return None
+
+
+def _entry_decision(view, node, own, marked, marked_ips, entry):
+    """None when the entry does not concern `node`, else (kind, value, reason or None to remove)."""
+    if entry.get('kind') == 'range' or entry.get('cidr'):
+        net = normalize_network(entry.get('cidr') or entry.get('entry'))
+        if net is None or not (any(network_contains(net, ip) for ip in own)
+                               or any(network_contains(net, ip) for ip in marked_ips)):
+            return None
+        value = entry.get('cidr') or str(net)
+        others = view.nodes_in(net, exclude=node)
+        if others:
+            return ('range', value, 'range %s also covers node(s) %s, not proven recovered' % (value, ', '.join(others)))
+        if net.prefixlen == net.max_prefixlen:
+            return ('range', value, None)
+        return ('range', value, 'range %s covers %d addresses that no node lists (other clients may be fenced by it); '
+                'lift it by hand once nothing else needs it' % (value, net.num_addresses))
+    key = _addr_key(entry.get('address') or entry.get('entry'))
+    if key is None:
+        return None
+    ip = key[0]
+    if ip not in own and key not in marked and not (key[1:] == (0, 0) and ip in marked_ips):
+        return None
+    value = entry.get('address') or entry.get('entry')
+    others = [n for n in view.owners_of(ip) if n != node]
+    if others:
+        return ('address', value, '%s is also an address of node(s) %s, not proven recovered' % (value, ', '.join(others)))
+    if ip in own or key in marked:
+        return ('address', value, None)
+    return ('address', value, '%s is no node\'s address and not recorded by the failover of %s' % (value, node))
+
+
+def _fence_decision(view, node, own, marked_fences, fence):
+    """None when the fence does not concern `node`, True to unfence it, else why it is kept."""
+    cidrs = [normalize_network(c) for c in fence.get('cidrs') or []]
+    name = fence.get('name')
+    covers = any(network_contains(net, ip) for net in cidrs for ip in own)
+    if not covers and name not in marked_fences:
+        return None
+    if fence.get('fence_state') != 'Fenced':
+        return None
+    others = sorted(set(n for net in cidrs for n in view.nodes_in(net, exclude=node)))
+    if others:
+        return 'NetworkFence %s also covers node(s) %s, not proven recovered' % (name, ', '.join(others))
+    if name in marked_fences:
+        return True
+    if all(net is not None and net.prefixlen == net.max_prefixlen and net.network_address in own for net in cidrs):
+        return True
+    return ('NetworkFence %s covers addresses no node lists (%s); it was not set by the failover of %s'
+            % (name, ', '.join(str(c) for c in fence.get('cidrs') or []), node))
+
+
+# --------------------------------------------------------------------------- I4: which locks may be broken
+
+IN_TREE_LOCK_PREFIX = 'kubelet_lock_magic_'
+
+
+def lock_plan(locks, pod_node, nodes, leases=None, lease_grace=120, force=False, now=None):
+    """Which RBD advisory locks on a stuck pod's images may be broken (I4).
+
+    locks: rbd_lock `locks`, each with `image` added. pod_node: the stuck pod's node (its own locks
+    are never broken). The holder is tied to a node by the lock's address (any node address type,
+    normalised) and by an in-tree lock id kubelet_lock_magic_<node>; both must agree on one node.
+    A lock is broken only when that node exists and is provably down (not Ready, Lease older than
+    lease_grace); force lets through holders that are alive or cannot be tied to a node, never a
+    lock of the pod's own node or one whose image its Ready holder lists in volumesInUse.
+    Returns {break: [lock], kept: [lock + reason, invariant]}.
+    """
+    view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
+    out = dict((key, []) for key in ('break', 'kept'))
+    for lock in locks or []:
+        hard, soft = _lock_refusal(view, lock, pod_node, lease_grace)
+        reason = hard or (None if force else soft)
+        if reason is None:
+            entry = dict(lock)
+            if soft:
+                entry['forced_past'] = soft
+            out['break'].append(entry)
+        else:
+            out['kept'].append(dict(lock, reason=reason, invariant='I4'))
+    return out
+
+
+def image_in_use(view, node, image, unique_names=None):
+    """Whether the node's status.volumesInUse lists the RBD image `pool[/ns]/image` (in-tree rbd:
+    kubernetes.io/rbd/<pool>:<image> or the older <pool>-image-<image>) or one of unique_names
+    (kubernetes.io/csi/<driver>^<volumeHandle> of a CSI volume)."""
+    listed = set((view.nodes.get(node) or {}).get('volumes_in_use') or [])
+    if listed & set(unique_names or []):
+        return True
+    if not image:
+        return False
+    name = image.split('/')[-1]
+    return any(v.startswith('kubernetes.io/rbd/') and (v.endswith(':' + name) or v.endswith('-image-' + name))
+               for v in listed)
+
+
+def _lock_refusal(view, lock, pod_node, lease_grace):
+    """(reason force cannot override, reason force can override); (None, None) to break."""
+    lock_id = str(lock.get('id') or '')
+    named = lock_id[len(IN_TREE_LOCK_PREFIX):] if lock_id.startswith(IN_TREE_LOCK_PREFIX) else None
+    owners = view.owners_of(lock.get('address') or lock.get('ip'))
+    candidates = sorted(set(owners) | (set([named]) if named else set()))
+    if pod_node in candidates:
+        return 'held by the stuck pod\'s own node %s' % pod_node, None
+    if len(owners) > 1:
+        return None, ('held from %s, an address nodes %s share: the holder cannot be tied to one node'
+                      % (lock.get('address'), ', '.join(owners)))
+    if named and owners and owners[0] != named:
+        return None, ('named for node %s but held from %s, an address of node %s: the holder cannot be tied to one '
+                      'node' % (named, lock.get('address'), owners[0]))
+    holder = named or (owners[0] if owners else None)
+    if holder is None:
+        return None, 'held from %s, which is no node\'s address: the holder cannot be tied to a node' % lock.get('address')
+    if holder not in view.nodes:
+        return None, 'named for node %s, which does not exist: its client cannot be proven gone' % holder
+    image = lock.get('image')
+    if view.ready(holder) and image_in_use(view, holder, image, lock.get('unique_names')):
+        return 'held by Ready node %s, which lists %s among its volumes in use' % (holder, image), None
+    alive = view.alive_reason(holder, lease_grace)
+    if alive:
+        return None, alive
+    return None, None
+
+
+# --------------------------------------------------------------------------- I6: what a failover releases
+
+def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=None, missing=None, fence=None,
+                 watchers_after=None, fenced_cidrs=None, networkfence_ok=False, out_of_service_taint=False):
+    """Which of the failed node's pods may be force-deleted and attachments removed (I6).
+
+    volumes: [{pv, driver, kind, image, attachments: [VolumeAttachment names], claims: [ns/name]}] of the
+    failed node (failover_volumes()). images, missing: rbd_watchers `images` and `missing` read before
+    the fence; fence: fence_plan(); watchers_after: rbd_watchers `images` read after the fence (None
+    in check mode: the plan's prediction is used). fenced_cidrs / networkfence_ok: the node's
+    NetworkFence and whether the controller reported it Fenced.
+    Every volume gets `safe` and `how` (how it was made safe, or why it was left alone); a pod is
+    force-deleted only when all its claims' volumes are safe; an attachment only when its volume is.
+    """
+    before = dict((i.get('spec'), i) for i in images or [] if i.get('spec'))
+    missing = set(m.get('spec') for m in missing or [])
+    after = None if watchers_after is None else dict((i.get('spec'), i) for i in watchers_after or [])
+    fence = fence or {}
+    fenced = set(fence.get('fence') or [])
+    kept_by_image = {}
+    for item in fence.get('kept') or []:
+        kept_by_image.setdefault(item.get('image'), []).append(item)
+    nets = [normalize_network(c) for c in fenced_cidrs or []]
+    verdicts = []
+    for volume in volumes or []:
+        safe, how = _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets,
+                                   networkfence_ok, out_of_service_taint, failed_node)
+        verdicts.append(dict(volume, safe=safe, how=how, invariant='I6'))
+    safe_claims = set(c for v in verdicts if v['safe'] for c in v.get('claims') or [])
+    unsafe_claims = set(c for v in verdicts if not v['safe'] for c in v.get('claims') or [])
+    delete, kept_pods = [], []
+    for pod in pods or []:
+        meta = pod.get('metadata') or {}
+        if not meta.get('deletionTimestamp'):
+            continue
+        ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
+        claims = ['%s/%s' % (meta.get('namespace'), (v.get('persistentVolumeClaim') or {}).get('claimName'))
+                  for v in (pod.get('spec') or {}).get('volumes') or [] if v.get('persistentVolumeClaim')]
+        inline = [v.get('name') for v in (pod.get('spec') or {}).get('volumes') or []
+                  if any(k in v for k in ('csi', 'rbd', 'cephfs', 'iscsi', 'nfs', 'ephemeral'))]
+        bad = [c for c in claims if c in unsafe_claims or c not in safe_claims]
+        if inline:
+            kept_pods.append(dict(pod=ref, reason='inline volume(s) %s cannot be proven fenced' % ', '.join(inline),
+                                  invariant='I6'))
+        elif bad:
+            kept_pods.append(dict(pod=ref, reason='claim(s) %s not made safe' % ', '.join(sorted(bad)), invariant='I6'))
+        else:
+            delete.append(dict(namespace=meta.get('namespace'), name=meta.get('name'),
+                               how='all its claims are made safe' if claims else 'it uses no persistent volume'))
+    remove = sorted(set(a for v in verdicts if v['safe'] for a in v.get('attachments') or []))
+    kept_vas = sorted(set(a for v in verdicts if not v['safe'] for a in v.get('attachments') or []))
+    return dict(volumes=verdicts, delete_pods=delete, kept_pods=kept_pods, remove_attachments=remove,
+                kept_attachments=kept_vas)
+
+
+def _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets, networkfence_ok,
+                   taint, failed_node):
+    image = volume.get('image')
+    if volume.get('pv') is None:
+        return False, 'its PersistentVolume was not found: the volume cannot be proven fenced'
+    if not image:
+        if taint:
+            return True, ('driver %s: released under the out-of-service taint (non-graceful node shutdown: '
+                          'you declared %s shut down)' % (volume.get('driver') or volume.get('kind'), failed_node))
+        return False, ('driver %s: volfence.csi cannot fence it; left attached (fence the node by that driver\'s '
+                       'means, or power it off and re-run with out_of_service_taint=true)'
+                       % (volume.get('driver') or volume.get('kind')))
+    if image in missing or image not in before:
+        return False, 'image %s was not found on Ceph: cannot prove no client of %s writes to it' % (image, failed_node)
+    kept = kept_by_image.get(image) or []
+    if kept:
+        return False, 'watcher(s) kept on %s: %s' % (image, '; '.join('%s (%s)' % (k['address'], k['reason'])
+                                                                     for k in kept))
+    watchers = [w.get('address') for w in (before[image].get('watchers') or [])]
+    if fence_method == 'networkfence':
+        if not networkfence_ok:
+            return False, 'the NetworkFence of %s was not reported Fenced' % failed_node
+        outside = [a for a in watchers if not any(network_contains(n, normalize_ip(a)) for n in nets)]
+        if outside:
+            return False, ('watcher(s) %s of %s are outside the NetworkFence CIDRs %s'
+                           % (', '.join(outside), image, ', '.join(str(n) for n in nets)))
+    elif [a for a in watchers if a not in fenced]:
+        return False, 'watcher(s) %s of %s were not fenced' % (', '.join(a for a in watchers if a not in fenced), image)
+    if after is not None:
+        still = [w.get('address') for w in ((after.get(image) or {}).get('watchers') or [])
+                 if w.get('address') in watchers]
+        if still:
+            return False, 'fenced watcher(s) %s of %s are still there' % (', '.join(still), image)
+    if not watchers:
+        return True, 'no client holds %s' % image
+    return True, 'fenced (%s): %s' % (fence_method, ', '.join(watchers))
+
+
+# --------------------------------------------------------------------------- what the failover reads
+
+def failover_preflight(failed_node, nodes, leases=None, lease_grace=120, force=False, now=None):
+    """node_failover's preflight: the node exists and is provably down (not Ready; Lease older
+    than lease_grace unless force). Returns what the playbook needs, with `refused` (None or why)."""
+    view = ClusterView(nodes, leases, now)
+    facts = view.nodes.get(failed_node)
+    refused = view.alive_reason(failed_node, lease_grace, allow_fresh_lease=bool(force))
+    if facts is None:
+        refused = 'node %s not found (nodes: %s)' % (failed_node, ', '.join(sorted(view.nodes)) or 'none')
+    elif refused:
+        refused = ('refusing to fence %s: %s. Fencing a live node cuts its storage.%s'
+                   % (failed_node, refused.replace('node %s ' % failed_node, 'it ', 1),
+                      '' if facts['ready'] == 'True' else ' Check it, then re-run with -e force=true if it is really dead.'))
+    return dict(refused=refused, exists=facts is not None,
+                ready=(facts or {}).get('ready'), lease_age=(facts or {}).get('lease_age'),
+                boot_id=(facts or {}).get('boot_id'),
+                addresses=[str(ip) for ip in (facts or {}).get('addresses') or []],
+                ready_nodes=sorted(n for n in view.nodes if view.ready(n) and n != failed_node),
+                shared_addresses=dict((str(ip), names) for ip, names in view.owners.items() if len(names) > 1),
+                addressless_ready=view.addressless_ready())
+
+
+def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
+    """Every volume the failed node has: the PVs of its VolumeAttachments and of its pods' claims,
+    whatever the driver. attachments: VolumeAttachment objects or volumeattachment_info results.
+    Returns [{pv, driver, kind, image, attachments, claims}], pv None when the PV was not found."""
+    from ansible_collections.volfence.csi.plugins.module_utils._diagnose import pv_rbd_image
+    by_pv = dict((_name(pv), pv) for pv in pvs or [] if _name(pv))
+    by_claim = dict(('%s/%s' % ((c.get('metadata') or {}).get('namespace'), _name(c)), c) for c in pvcs or [])
+    volumes = {}
+
+    def volume(pv_name):
+        if pv_name not in volumes:
+            pv = by_pv.get(pv_name)
+            kind, image = pv_rbd_image(pv) if pv else (None, None)
+            csi = ((pv or {}).get('spec') or {}).get('csi') or {}
+            driver = csi.get('driver') or ('kubernetes.io/rbd' if kind == 'rbd-intree' else kind)
+            volumes[pv_name] = dict(pv=pv_name if pv else None, pv_name=pv_name, driver=driver, kind=kind,
+                                    image=image, attachments=[], claims=[])
+        return volumes[pv_name]
+
+    for va in attachments or []:
+        spec = va.get('spec') or {}
+        node = spec.get('nodeName', va.get('node'))
+        if node is not None and node != failed_node:
+            continue
+        pv_name = ((spec.get('source') or {}).get('persistentVolumeName') or va.get('persistent_volume')
+                   or va.get('pv'))
+        name = _name(va) or va.get('name')
+        if pv_name:
+            entry = volume(pv_name)
+            if name and name not in entry['attachments']:
+                entry['attachments'].append(name)
+    for pod in pods or []:
+        meta = pod.get('metadata') or {}
+        if (pod.get('spec') or {}).get('nodeName') != failed_node:
+            continue
+        for vol in (pod.get('spec') or {}).get('volumes') or []:
+            claim = (vol.get('persistentVolumeClaim') or {}).get('claimName')
+            if not claim:
+                continue
+            ref = '%s/%s' % (meta.get('namespace'), claim)
+            pv_name = ((by_claim.get(ref) or {}).get('spec') or {}).get('volumeName')
+            entry = volume(pv_name) if pv_name else volumes.setdefault('claim:' + ref, dict(
+                pv=None, pv_name=None, driver=None, kind=None, image=None, attachments=[], claims=[]))
+            if ref not in entry['claims']:
+                entry['claims'].append(ref)
+    return [volumes[k] for k in sorted(volumes)]
+
+
+def rbd_images(volumes):
+    """The RBD images of failover_volumes(), sorted and unique."""
+    return sorted(set(v['image'] for v in volumes or [] if v.get('image')))
