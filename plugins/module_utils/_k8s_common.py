@@ -27,6 +27,7 @@ import copy
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -358,10 +359,47 @@ class _PoolTransport(object):
         return resp.status, resp.reason, resp.headers, resp.data
 
 
+def bounded_call(func, timeout, what):
+    """func()'s result, or K8sConnectionError when it has not returned within `timeout` seconds.
+
+    func runs in a daemon thread: a call that never returns (a server that accepts the connection and
+    never answers) is abandoned, and dies with the module's process. Exceptions of func are re-raised."""
+    box = {}
+
+    def target():
+        try:
+            box['value'] = func()
+        except BaseException as exc:  # pylint: disable=broad-except
+            box['error'] = exc
+    thread = threading.Thread(target=target, name='volfence-k8s-bounded', daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise K8sConnectionError('The Kubernetes API is not reachable: %s timed out after request_timeout=%ss (the '
+                                 'server accepted no request or sent no answer); nothing was done' % (what, timeout))
+    if 'error' in box:
+        raise box['error']
+    return box.get('value')
+
+
+def _configured_host():
+    """The API server URL the kubernetes library's default configuration names now (for messages)."""
+    try:
+        import kubernetes.client  # pylint: disable=import-outside-toplevel
+        return kubernetes.client.Configuration.get_default_copy().host
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
 def connect(module):
-    """A KubeApi for the module's connection options (kubernetes.core's, and K8S_AUTH_*)."""
+    """A KubeApi for the module's connection options (kubernetes.core's, and K8S_AUTH_*).
+
+    Building the client (kubeconfig, credential plugins, and the API discovery kubernetes.core's
+    client does when it is created: /version, /api, /apis) is bounded by request_timeout as a whole
+    (I8); every later request by request_timeout per attempt (KubeApi)."""
     check_requirements(module)
     params = module.params
+    timeout = params.get('request_timeout') or 30
     auth = dict((name, params[name]) for name in AUTH_ARG_SPEC if params.get(name) is not None)
     kubeconfig = auth.get('kubeconfig', os.environ.get('K8S_AUTH_KUBECONFIG'))
     if isinstance(kubeconfig, str) and kubeconfig:
@@ -370,7 +408,14 @@ def connect(module):
             raise K8sConfigError('kubeconfig %s does not exist (from the %s); nothing was done' % (
                 ', '.join(paths), 'kubeconfig option' if 'kubeconfig' in auth else 'K8S_AUTH_KUBECONFIG variable'))
     try:
-        k8s_client = get_api_client(**auth)
+        k8s_client = bounded_call(lambda: get_api_client(**auth), timeout,
+                                  'connecting (kubeconfig, API discovery)')
+    except K8sConnectionError as exc:
+        host = _configured_host()
+        if host:
+            exc.msg = exc.msg.replace('The Kubernetes API is', 'The Kubernetes API at %s is' % host, 1)
+            exc.args = (exc.msg,)
+        raise
     except CoreException as exc:
         raise K8sConfigError('Could not configure the Kubernetes client: %s. Give kubeconfig (or '
                              'K8S_AUTH_KUBECONFIG), or host with api_key, or run inside a cluster.'
@@ -378,6 +423,8 @@ def connect(module):
     except Exception as exc:  # pylint: disable=broad-except
         # discovery errors, unreachable server, bad kubeconfig content
         raise K8sConnectionError('Could not connect to the Kubernetes API: %s: %s' % (type(exc).__name__, exc))
+    # kubernetes.core internals reached here (see the module docstring): K8SClient.client is its
+    # K8SDynamicClient, whose .client is the kubernetes ApiClient.
     api_client = k8s_client.client.client
-    return KubeApi(_PoolTransport(api_client), timeout=params.get('request_timeout') or 30,
+    return KubeApi(_PoolTransport(api_client), timeout=timeout,
                    retries=params.get('api_retries') if params.get('api_retries') is not None else 3)

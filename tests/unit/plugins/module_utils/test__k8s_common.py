@@ -424,3 +424,94 @@ def test_connect_reports_a_missing_kubeconfig_clearly(tmp_path, monkeypatch):
     with pytest.raises(_k8s_common.K8sError) as info:
         _k8s_common.connect(module)
     assert 'missing.conf' in info.value.msg or 'kubeconfig' in info.value.msg.lower()
+
+
+# --------------------------------------------------------------------------- I8: bounded connect
+
+class SilentServer(object):
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers (a hung API server)."""
+
+    def __init__(self):
+        import socket
+        import threading
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(('127.0.0.1', 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stopped.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted.append(conn)   # kept open, never read from nor written to
+
+    def kubeconfig(self, path):
+        path.write_text(json.dumps(dict(
+            apiVersion='v1', kind='Config', **{'current-context': 'hung'},
+            clusters=[dict(name='hung', cluster=dict(server='http://127.0.0.1:%d' % self.port))],
+            users=[dict(name='u', user=dict(token='t'))],
+            contexts=[dict(name='hung', context=dict(cluster='hung', user='u'))])))
+        return str(path)
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(5)
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()
+
+
+def test_connect_to_a_server_that_never_answers_is_bounded_by_request_timeout_i8(tmp_path, monkeypatch):
+    """I8: kubernetes.core's client creation (kubeconfig, API discovery) against a server that accepts and never
+    answers fails within request_timeout with a clear message, instead of hanging."""
+    import threading
+    import time
+    for name in list(__import__('os').environ):
+        if name.startswith('K8S_AUTH_') or name == 'KUBECONFIG':
+            monkeypatch.delenv(name)
+    monkeypatch.setenv('TMPDIR', str(tmp_path))   # kubernetes.core's discovery cache
+    server = SilentServer()
+    try:
+        module = FakeModule(kubeconfig=server.kubeconfig(tmp_path / 'kubeconfig'), request_timeout=2, api_retries=0)
+        for option in k8s_argument_spec():
+            module.params.setdefault(option, None)
+        outcome = {}
+
+        def call():
+            started = time.time()
+            try:
+                outcome['api'] = _k8s_common.connect(module)
+            except Exception as exc:  # pylint: disable=broad-except
+                outcome['error'] = exc
+            outcome['seconds'] = time.time() - started
+        worker = threading.Thread(target=call, daemon=True)
+        worker.start()
+        worker.join(60)   # generous: a hang is what this test catches
+        assert not worker.is_alive(), 'connect() still hangs after 60 s (request_timeout=2)'
+        assert server.accepted, 'the module never reached the server'
+        error = outcome.get('error')
+        assert isinstance(error, K8sConnectionError), outcome
+        assert 'not reachable' in error.msg and 'timed out after request_timeout=2s' in error.msg, error.msg
+        assert '127.0.0.1:%d' % server.port in error.msg
+        assert outcome['seconds'] < 20, outcome
+    finally:
+        server.close()
+
+
+def test_bounded_call_returns_results_and_re_raises_errors_i8():
+    assert _k8s_common.bounded_call(lambda: 42, 5, 'x') == 42
+    with pytest.raises(ValueError):
+        _k8s_common.bounded_call(lambda: int('x'), 5, 'x')
+    import threading
+    gate = threading.Event()
+    with pytest.raises(K8sConnectionError) as info:
+        _k8s_common.bounded_call(lambda: gate.wait(30), 0.5, 'reading the moon')
+    gate.set()
+    assert 'reading the moon timed out after request_timeout=0.5s' in info.value.msg

@@ -1,0 +1,90 @@
+"""I8: every Kubernetes module is bounded in time against an API server that accepts connections and
+never answers (a hung apiserver, a black-holing load balancer). A local TCP server on 127.0.0.1 plays
+that server; the modules run through `ansible` as a user runs them. Independent of the emulator, so
+it runs the same way with KUBECONFIG set (the modules get this server's kubeconfig explicitly)."""
+
+import json
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from k8s_helpers import AnsibleRunner
+
+
+class SilentServer(object):
+    """Accepts every connection on 127.0.0.1 and never reads nor answers."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stopped.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted.append(conn)
+
+    def write_kubeconfig(self, path):
+        with open(path, "w") as handle:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "hung",
+                       "clusters": [{"name": "hung", "cluster": {"server": "http://127.0.0.1:%d" % self.port}}],
+                       "users": [{"name": "u", "user": {"token": "t"}}],
+                       "contexts": [{"name": "hung", "context": {"cluster": "hung", "user": "u"}}]}, handle)
+        return path
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(5)
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def silent(tmp_path):
+    server = SilentServer()
+    try:
+        yield server, AnsibleRunner(tmp_path, kubeconfig=server.write_kubeconfig(str(tmp_path / "kubeconfig")))
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("module, args", [
+    ("volumeattachment_info", {}),
+    ("volumeattachment", {"node": "vft-hung"}),
+    ("networkfence_info", {}),
+    ("networkfence", {"name": "vft-hung", "cidrs": ["198.51.100.12"], "fence_state": "Fenced",
+                      "network_fence_class": "vft-class"}),
+])
+def test_a_server_that_never_answers_fails_within_request_timeout_i8(silent, module, args):
+    """I8: connect and API discovery against a hung server end after request_timeout, with a clear message.
+    Before, the module still hung at 40 s whatever request_timeout said."""
+    server, runner = silent
+    started = time.time()
+    proc = runner.start(module, dict(args, request_timeout=3, api_retries=0))
+    try:
+        result = runner.finish(proc, timeout=90)   # generous: what this test catches is a hang
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("%s still runs after 90 s against a server that never answers (request_timeout=3)" % module)
+    elapsed = time.time() - started
+    assert server.accepted, "the module never reached the server"
+    assert result["_rc"] != 0 and result["failed"], result
+    assert "The Kubernetes API at http://127.0.0.1:%d is not reachable" % server.port in result["msg"], result["msg"]
+    assert "timed out after request_timeout=3s" in result["msg"] and "nothing was done" in result["msg"]
+    assert not result.get("changed")
+    # ansible itself needs a few seconds to start; the bound is request_timeout plus that, not a hang
+    assert elapsed < 45, elapsed
