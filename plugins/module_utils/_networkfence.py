@@ -48,6 +48,11 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
     node_addresses,
     node_ready,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+    network_contains,
+    normalize_ip,
+    normalize_network,
+)
 
 GROUP = 'csiaddons.openshift.io'
 VERSION = 'v1alpha1'
@@ -78,6 +83,10 @@ ENTRY_OPTIONS = ('name', 'cidrs') + INHERITED
 
 # --------------------------------------------------------------------------- CIDRs
 
+# IPv4-mapped IPv6 (::ffff:a.b.c.d): the same hosts as IPv4 (I1 compares normalised addresses).
+_MAPPED_V4 = ipaddress.ip_network(u'::ffff:0:0/96')
+_ALL_V4 = ipaddress.ip_network(u'0.0.0.0/0')
+
 def normalize_cidr(value):
     """The canonical form of a CIDR block (``10.0.3.0/24``, ``fd00::/120``); a bare address becomes
     a single-address block (``/32``, ``/128``). ValueError with a clear message otherwise."""
@@ -90,7 +99,7 @@ def normalize_cidr(value):
         except ValueError:
             raise ValueError('%r is not an IPv4 or IPv6 address or CIDR block (e.g. 10.0.3.12/32 or fd00::/120)'
                              % (text,))
-        return '%s/%d' % (addr, addr.max_prefixlen)
+        return _cidr_text(ipaddress.ip_network(u'%s/%d' % (addr, addr.max_prefixlen)))
     try:
         net = ipaddress.ip_network(text, strict=True)
     except ValueError:
@@ -103,6 +112,17 @@ def normalize_cidr(value):
                          'or %s/%d for the single address' % (text, loose, loose, host, loose.max_prefixlen))
     if net.prefixlen == 0:
         raise ValueError('%r would fence every address; refused' % (text,))
+    if net.version == 6 and net.supernet_of(_MAPPED_V4):
+        raise ValueError('%r holds every IPv4-mapped IPv6 address (::ffff:0:0/96), that is every IPv4 address; '
+                         'refused' % (text,))
+    return _cidr_text(net)
+
+
+def _cidr_text(net):
+    """str(net), with an IPv4-mapped IPv6 range written ::ffff:a.b.c.d/prefix (Python < 3.13 writes
+    ::ffff:a00:30c, which nobody recognises as 10.0.3.12)."""
+    if net.version == 6 and net.prefixlen >= 96 and net.network_address.ipv4_mapped is not None:
+        return '::ffff:%s/%d' % (net.network_address.ipv4_mapped, net.prefixlen)
     return str(net)
 
 
@@ -134,35 +154,89 @@ def same_cidrs(a, b):
     return set(_cidr_key(c) for c in a or []) == set(_cidr_key(c) for c in b or [])
 
 
+def compared_networks(cidr):
+    """The normalised networks a CIDR covers, for the I1 comparisons: an IPv4-mapped IPv6 range as the
+    IPv4 range it is (``::ffff:10.0.0.0/120`` is 10.0.0.0/24), and an IPv6 range that holds the whole
+    mapped range (``::/64``) also as every IPv4 address. [] for something that is not a CIDR."""
+    net = normalize_network(cidr)
+    if net is None:
+        return []
+    out = [net]
+    if net.version == 6 and net.supernet_of(_MAPPED_V4):
+        out.append(_ALL_V4)
+    return out
+
+
 class NodeIndex(object):
-    """Node addresses indexed for fast coverage checks (a /32 is one dict look-up)."""
+    """Node addresses, normalised (IPv4-mapped IPv6 unmapped: _safety.normalize_ip), indexed for the I1
+    coverage checks (a /32 is one dict look-up). Every address type counts (InternalIP, ExternalIP, ...);
+    an address several nodes list is kept for each of them."""
 
     def __init__(self, nodes):
         self.ready = {}
-        self.by_addr = {}
-        self.all = []
+        self.by_addr = {}       # normalised address -> [node names], in the order listed
+        self.all = []           # (normalised address, node name)
+        self.addressless = []   # nodes whose status lists no IP address at all
         for node in nodes or []:
             name = node['metadata']['name']
             self.ready[name] = node_ready(node)
+            seen = []
             for _type, addr in node_addresses(node):
+                addr = normalize_ip(addr)
+                if addr is None or addr in seen:
+                    continue
+                seen.append(addr)
                 self.by_addr.setdefault(addr, []).append(name)
                 self.all.append((addr, name))
+            if not seen:
+                self.addressless.append(name)
+
+    def addressless_ready(self):
+        """Names of the Ready nodes that list no IP: any address might be theirs."""
+        return sorted(n for n in self.addressless if self.ready.get(n) == 'True')
+
+    def _addresses_in(self, cidr):
+        """The listed (normalised) addresses inside `cidr`."""
+        nets = compared_networks(cidr)
+        out = []
+        for net in nets:
+            if net.prefixlen == net.max_prefixlen:
+                if net.network_address in self.by_addr and net.network_address not in out:
+                    out.append(net.network_address)
+                continue
+            for addr in self.by_addr:
+                if network_contains(net, addr) and addr not in out:
+                    out.append(addr)
+        return out
 
     def covered(self, cidr):
         """{node name: [addresses]} of the nodes with an address inside `cidr`."""
-        try:
-            net = ipaddress.ip_network(cidr, strict=False)
-        except ValueError:
-            return {}
         out = {}
-        if net.prefixlen == net.max_prefixlen:
-            for name in self.by_addr.get(net.network_address, []):
-                out.setdefault(name, []).append(str(net.network_address))
-            return out
-        for addr, name in self.all:
-            if addr.version == net.version and addr in net:
+        for addr in self._addresses_in(cidr):
+            for name in self.by_addr[addr]:
                 out.setdefault(name, []).append(str(addr))
         return out
+
+    def shared(self, cidrs):
+        """[(address, [node names], [cidrs])] of the addresses inside the CIDRs that several nodes list."""
+        found = {}
+        for cidr in cidrs or []:
+            for addr in self._addresses_in(cidr):
+                if len(self.by_addr[addr]) > 1:
+                    found.setdefault(addr, []).append(cidr)
+        return [(str(addr), sorted(self.by_addr[addr]), found[addr]) for addr in sorted(found, key=_addr_key)]
+
+    def holds_unlisted(self, cidr):
+        """Whether `cidr` holds at least one address that no node lists (True for what is not a CIDR)."""
+        nets = compared_networks(cidr)
+        if not nets:
+            return True
+        for net in nets:
+            if net.num_addresses > len(self.by_addr):
+                return True
+            if len(self._addresses_in(str(net))) < net.num_addresses:
+                return True
+        return False
 
     def coverage(self, cidrs):
         """[{name, ready, addresses, cidrs}] of the nodes the CIDRs cover, sorted by name."""
@@ -175,6 +249,10 @@ class NodeIndex(object):
                     if addr not in entry['addresses']:
                         entry['addresses'].append(addr)
         return [nodes[name] for name in sorted(nodes)]
+
+
+def _addr_key(addr):
+    return addr.version, int(addr)
 
 
 # --------------------------------------------------------------------------- requests
@@ -493,8 +571,16 @@ def plan_fence(req, existing, force=False):
 
 
 def coverage_refusals(plans, index):
-    """Messages for plans that would newly fence an address of a Ready node."""
+    """Messages for the plans that would newly fence (I1, after normalising IPv4-mapped IPv6):
+
+    * an address a Ready node lists (any address type);
+    * an address that several nodes list (fencing it fences all of them);
+    * while a Ready node lists no IP address at all: any address that no node lists, since it could be
+      that node's (a CIDR whose every address is listed by NotReady nodes stays allowed).
+
+    The module refuses them unless forced."""
     out = []
+    addressless = index.addressless_ready()
     for plan in plans:
         if not plan.newly_fenced or plan.fence_state != FENCED:
             continue
@@ -502,6 +588,16 @@ def coverage_refusals(plans, index):
         if ready:
             out.append('NetworkFence %s would fence Ready node(s) %s' % (plan.name, ', '.join(
                 '%s (%s via %s)' % (n['name'], ', '.join(n['addresses']), ', '.join(n['cidrs'])) for n in ready)))
+        shared = index.shared(plan.newly_fenced)
+        if shared:
+            out.append('NetworkFence %s would fence address(es) that several nodes list: %s' % (plan.name, ', '.join(
+                '%s (nodes %s, via %s)' % (addr, ', '.join(names), ', '.join(cidrs)) for addr, names, cidrs in shared)))
+        if addressless:
+            unlisted = [c for c in plan.newly_fenced if index.holds_unlisted(c)]
+            if unlisted:
+                out.append('NetworkFence %s would fence %s, which hold(s) addresses no node lists, while Ready node(s) '
+                           '%s list no IP address: those addresses could be theirs' % (
+                               plan.name, ', '.join(unlisted), ', '.join(addressless)))
     return out
 
 

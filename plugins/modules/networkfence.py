@@ -24,8 +24,10 @@ description:
   - One fence (O(name)) or many in one call (O(fences)). All fences are read with one request, every fence is
     validated and planned before anything is written, and only fences that differ are written, in parallel.
     A second identical run writes nothing.
-  - Refuses, before any write, to fence CIDRs that cover an address of a Ready node unless O(force=true), and
-    reports the nodes each fence covers.
+  - Refuses, before any write and unless O(force=true), to fence CIDRs that cover an address of a Ready node
+    (any address type), an address that several nodes list, or, while a Ready node lists no IP address at all,
+    an address that no node lists (it could be that node's). Addresses and CIDRs are compared after unmapping
+    IPv4-mapped IPv6 (C(::ffff:10.0.3.12/128) is C(10.0.3.12/32)). Reports the nodes each fence covers.
   - Changing an immutable field of an existing fence (C(driver), C(networkFenceClassName), C(secret),
     C(parameters); the CRD's CEL rules reject it) fails with an explanation; C(fenceState) and C(cidrs) can
     change.
@@ -121,8 +123,9 @@ options:
   cidrs:
     description:
       - CIDR blocks, IPv4 or IPv6, such as C(10.0.3.12/32) or C(fd00::/120). A bare address means that address
-        alone (C(/32) or C(/128)). Host bits must be zero (C(10.0.3.5/24) is refused as ambiguous); C(/0) is
-        refused.
+        alone (C(/32) or C(/128)). Host bits must be zero (C(10.0.3.5/24) is refused as ambiguous); C(/0), and
+        an IPv6 range holding every IPv4-mapped address (C(::ffff:0:0/96)), are refused. An IPv4-mapped IPv6
+        CIDR is written C(::ffff:a.b.c.d/prefix).
       - Required to create a fence; when not given, an existing fence keeps its CIDRs. The order does not
         matter.
     type: list
@@ -160,7 +163,8 @@ options:
     type: dict
   force:
     description:
-      - Fence CIDRs that cover an address of a Ready node, which cuts a healthy node off its storage.
+      - Fence CIDRs that cover an address of a Ready node (which cuts a healthy node off its storage), an
+        address that several nodes list, or an address no node lists while a Ready node lists no IP address.
       - With O(state=absent), delete a Fenced fence without unfencing it first.
     type: bool
     default: false

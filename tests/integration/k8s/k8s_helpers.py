@@ -347,16 +347,23 @@ class Builder(object):
         meta.update(extra)
         return meta
 
-    def node(self, name, ip, ready="True", not_ready_for=600, taints=None):
+    def node(self, name, ip, ready="True", not_ready_for=600, taints=None, addresses=(), volumes_in_use=None):
+        """A Node with InternalIP `ip` (None: no IP at all), more `addresses` ((type, address) pairs), and
+        status.volumesInUse when given."""
         path = "/api/v1/nodes/" + name
         self.cleanup.append(path)
         self.kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": self.meta(name),
                                            "spec": {"taints": taints or []}})
         since = stamp(not_ready_for if ready != "True" else 3600)
-        self.kube.status(path, {
-            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+        listed = [{"type": "InternalIP", "address": ip}] if ip else []
+        listed += [{"type": kind, "address": address} for kind, address in addresses]
+        status = {
+            "addresses": listed + [{"type": "Hostname", "address": name}],
             "conditions": [{"type": "Ready", "status": ready, "reason": "test", "lastHeartbeatTime": since,
-                            "lastTransitionTime": since}]})
+                            "lastTransitionTime": since}]}
+        if volumes_in_use is not None:
+            status["volumesInUse"] = list(volumes_in_use)
+        self.kube.status(path, status)
         return name
 
     def pv(self, name, driver, handle, claim=None):

@@ -98,6 +98,48 @@ def test_ready_node_is_refused_unless_forced(ansible, kube, world, stand_in):
     assert result["_rc"] == 0 and result["changed"] and any("force=true" in w for w in result["_warnings"])
 
 
+@pytest.mark.parametrize("cidr", ["::ffff:198.51.100.11/128", "::ffff:198.51.100.0/124"])
+def test_i1_ipv4_mapped_ipv6_cidr_of_a_ready_node_is_refused(ansible, kube, world, stand_in, cidr):
+    """I1 (issue 11 item 4): ::ffff:<node-a's IPv4> is node-a's address; before, it passed the interlock."""
+    args = fence_args(world, name="vft-%s-fence-mapped" % world["label"], cidrs=[cidr])
+    result = ansible.run("networkfence", args)
+    assert result["failed"] and not result.get("changed"), result
+    assert "would fence Ready node(s) %s (198.51.100.11 via %s)" % (world["a"], cidr) in result["msg"]
+    assert get_fence(kube, args["name"]) is None
+
+
+def test_i1_address_shared_with_a_ready_node_is_refused(ansible, kube, world, stand_in):
+    """I1 (issue 11 items 1 and 4): node-b (NotReady) lists an ExternalIP that Ready node-s also lists (written
+    IPv4-mapped); fencing it is refused, naming both nodes."""
+    b = world["builder"]
+    shared = b.node("vft-%s-s" % world["label"], "198.51.100.13", addresses=[("ExternalIP", "::ffff:198.51.100.40")])
+    kube.status("/api/v1/nodes/" + world["b"], {"addresses": [
+        {"type": "InternalIP", "address": "198.51.100.12"}, {"type": "ExternalIP", "address": "198.51.100.40"}]})
+    args = fence_args(world, cidrs=["198.51.100.40/32"])
+    result = ansible.run("networkfence", args)
+    assert result["failed"] and not result.get("changed"), result
+    assert "would fence Ready node(s) %s (198.51.100.40 via 198.51.100.40/32)" % shared in result["msg"]
+    assert "several nodes list: 198.51.100.40 (nodes %s, via 198.51.100.40/32)" % ", ".join(
+        sorted([world["b"], shared])) in result["msg"]
+    assert get_fence(kube, args["name"]) is None
+
+
+def test_i1_ready_node_without_an_ip_blocks_unlisted_addresses_unless_forced(ansible, kube, world, stand_in):
+    """I1 (issue 11 item 4): while a Ready node lists no IP, a CIDR holding an address no node lists is refused
+    (it could be that node's), naming the node; node-b's own /32 stays allowed; force=true overrides."""
+    noip = world["builder"].node("vft-%s-noip" % world["label"], None)
+    unlisted = fence_args(world, name="vft-%s-fence-x" % world["label"], cidrs=["198.51.100.99/32"])
+    result = ansible.run("networkfence", unlisted)
+    assert result["failed"] and not result.get("changed"), result
+    assert "while Ready node(s) %s list no IP address" % noip in result["msg"]
+    assert "198.51.100.99/32" in result["msg"] and get_fence(kube, unlisted["name"]) is None
+    result = ansible.run("networkfence", fence_args(world))
+    assert result["_rc"] == 0 and result["changed"], result
+    result = ansible.run("networkfence", dict(unlisted, force=True))
+    assert result["_rc"] == 0 and result["changed"], result
+    assert any("list no IP address" in w and "force=true" in w for w in result["_warnings"])
+
+
 @pytest.mark.parametrize("args, message", [
     ({"cidrs": ["198.51.100.12/24"]}, "'198.51.100.12/24' has host bits set (the network of that prefix is "
                                       "198.51.100.0/24)"),

@@ -146,6 +146,95 @@ def test_coverage_refusals_only_for_newly_fenced_ready_nodes():
     assert flip.newly_fenced == ['10.0.3.11/32'] and len(coverage_refusals([flip], index)) == 1
 
 
+def node_obj(name, ready, *addresses):
+    """A Node listing `addresses` as (type, address) pairs (a bare string is an InternalIP)."""
+    listed = [dict(type='InternalIP', address=a) if isinstance(a, str) else dict(type=a[0], address=a[1])
+              for a in addresses]
+    return dict(metadata=dict(name=name), status=dict(addresses=listed + [dict(type='Hostname', address=name)],
+                                                      conditions=[dict(type='Ready', status=ready)]))
+
+
+def fenced(*cidrs):
+    return plan_fence(one(name='nf', cidrs=list(cidrs), fence_state='Fenced', network_fence_class='rbd'), None)
+
+
+@pytest.mark.parametrize('cidr', ['::ffff:10.0.3.11/128', '::ffff:10.0.3.0/120', '::ffff:a00:30b/128',
+                                  '::ffff:10.0.3.8/125', '::ffff:10.0.3.11'])
+def test_i1_ipv4_mapped_ipv6_cidrs_cover_the_ready_node(cidr):
+    """I1 (issue 11 item 4): an IPv4-mapped IPv6 CIDR is the IPv4 range it maps; it no longer passes the
+    Ready-node interlock (before: ::ffff:10.0.3.11/128 covered nothing)."""
+    index = NodeIndex(nodes())
+    assert [n['name'] for n in index.coverage([normalize_cidr(cidr)]) if n['ready'] == 'True'][:1] == ['node-a']
+    refusals = coverage_refusals([fenced(cidr)], index)
+    assert refusals and 'would fence Ready node(s) node-a (10.0.3.11 via' in refusals[0]
+
+
+def test_i1_a_node_listing_a_mapped_address_is_seen_as_its_ipv4():
+    """I1: a node whose status lists ::ffff:10.0.3.21 (any address type) is covered by 10.0.3.21/32."""
+    index = NodeIndex([node_obj('node-m', 'True', ('ExternalIP', '::ffff:10.0.3.21'))])
+    assert index.coverage(['10.0.3.21/32']) == [dict(name='node-m', ready='True', addresses=['10.0.3.21'],
+                                                     cidrs=['10.0.3.21/32'])]
+    assert 'node-m (10.0.3.21 via 10.0.3.16/28)' in coverage_refusals([fenced('10.0.3.16/28')], index)[0]
+
+
+@pytest.mark.parametrize('ready_first', [True, False])
+@pytest.mark.parametrize('spelling', ['10.0.3.30', '::ffff:10.0.3.30'])
+def test_i1_an_address_shared_with_a_ready_node_is_refused_whatever_the_names_order(ready_first, spelling):
+    """I1 (issue 11 item 1, networkfence side): an address two nodes list, one of them Ready, is refused
+    whatever the names' order and spelling (ExternalIP included)."""
+    names = ('aaa', 'zzz') if ready_first else ('zzz', 'aaa')
+    index = NodeIndex([node_obj(names[0], 'True', '10.0.3.31', ('ExternalIP', spelling)),
+                       node_obj(names[1], 'Unknown', '10.0.3.30')])
+    refusals = coverage_refusals([fenced('10.0.3.30/32')], index)
+    assert 'would fence Ready node(s) %s (10.0.3.30 via 10.0.3.30/32)' % names[0] in refusals[0]
+    assert refusals[1] == 'NetworkFence nf would fence address(es) that several nodes list: 10.0.3.30 (nodes aaa, ' \
+                          'zzz, via 10.0.3.30/32)'
+
+
+def test_i1_an_address_two_not_ready_nodes_share_is_refused():
+    index = NodeIndex([node_obj('node-x', 'Unknown', '10.0.3.40'), node_obj('node-y', 'False', '10.0.3.41',
+                                                                            ('ExternalIP', '10.0.3.40'))])
+    assert coverage_refusals([fenced('10.0.3.41/32')], index) == []
+    assert coverage_refusals([fenced('10.0.3.40/32')], index) == [
+        'NetworkFence nf would fence address(es) that several nodes list: 10.0.3.40 (nodes node-x, node-y, via '
+        '10.0.3.40/32)']
+
+
+def test_i1_a_ready_node_without_any_ip_blocks_fencing_unlisted_addresses():
+    """I1 (issue 11 item 4): while a Ready node lists no IP, a CIDR holding an address no node lists could be
+    that node's and is refused (the message names the node); CIDRs whose every address NotReady nodes list
+    stay allowed."""
+    both = [node_obj('node-a', 'True', '10.0.3.11'), node_obj('node-b', 'Unknown', '10.0.3.12'),
+            node_obj('node-b2', 'False', '10.0.3.13'), node_obj('node-noip', 'True'),
+            node_obj('node-down-noip', 'Unknown')]
+    index = NodeIndex(both)
+    assert index.addressless_ready() == ['node-noip']
+    assert coverage_refusals([fenced('10.0.3.12/32')], index) == []
+    assert coverage_refusals([fenced('10.0.3.12/32', '10.0.3.13/32')], index) == []
+    assert coverage_refusals([fenced('10.0.3.12/31')], index) == []     # 10.0.3.12 and .13: both listed
+    for cidr in ('10.0.3.99/32', '10.0.3.0/24', '10.0.3.14/31', '::ffff:10.0.3.99/128'):
+        (msg,) = [m for m in coverage_refusals([fenced(cidr)], index) if 'list no IP address' in m]
+        assert 'Ready node(s) node-noip list no IP address' in msg and cidr in msg and 'node-down-noip' not in msg
+    # once that node is not Ready, or lists an address, unlisted addresses are fine again
+    index = NodeIndex(both[:3] + [node_obj('node-noip', 'Unknown')])
+    assert coverage_refusals([fenced('10.0.3.99/32')], index) == []
+    index = NodeIndex(both[:3] + [node_obj('node-noip', 'True', 'fd00::99')])
+    assert coverage_refusals([fenced('10.0.3.99/32')], index) == []
+
+
+@pytest.mark.parametrize('cidr', ['::ffff:0:0/96', '::fffe:0:0/95', '::/64'])
+def test_i1_a_range_holding_every_mapped_ipv4_address_is_refused_as_input(cidr):
+    with pytest.raises(ValueError) as info:
+        normalize_cidr(cidr)
+    assert 'every IPv4 address' in str(info.value)
+
+
+def test_mapped_cidrs_are_written_with_their_ipv4_and_still_covered():
+    assert normalize_cidr('::ffff:a00:30c') == '::ffff:10.0.3.12/128'
+    assert normalize_cidr('::FFFF:10.0.3.0/120') == '::ffff:10.0.3.0/120'
+    assert [n['name'] for n in NodeIndex(nodes()).coverage(['::/64'])] == ['node-a', 'node-b', 'node-c']
+
+
 # --------------------------------------------------------------------------- requests
 
 def test_fences_inherit_the_top_level_options():
