@@ -22,6 +22,11 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     parse_ceph_time,
     parse_cidr,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+    network_contains,
+    normalize_ip,
+    normalize_network,
+)
 
 DEFAULT_MAX_ADDRESSES = 256
 
@@ -166,20 +171,26 @@ def entry_info(entry, now):
 def entry_matches(entry, matcher):
     """Whether a blocklist entry concerns any pattern of an AddressMatcher: an address entry whose
     address matches (an exact pattern also matches the IP-wide entry of its IP), or a range entry
-    that contains a given IP or overlaps a given network."""
+    that contains a given IP or overlaps a given network. Both sides are compared normalised
+    (IPv4-mapped IPv6 as IPv4): the matcher's values are, the entry's are here."""
+    if entry.is_range:
+        entry_net = normalize_network(entry.network)
+    else:
+        entry_ip = normalize_ip(entry.addr.ip)
     for _pattern, kind, value in matcher.compiled:
         if entry.is_range:
             if kind == 'network':
-                hit = value.version == entry.network.version and entry.network.overlaps(value)
+                hit = value.version == entry_net.version and entry_net.overlaps(value)
             else:
                 ip = value if kind == 'ip' else value.ip
-                hit = ip.version == entry.network.version and ip in entry.network
+                hit = network_contains(entry_net, ip)
         elif kind == 'network':
-            hit = entry.addr.ip.version == value.version and entry.addr.ip in value
+            hit = network_contains(value, entry_ip)
         elif kind == 'ip':
-            hit = entry.addr.ip == value
+            hit = entry_ip == value
         else:
-            hit = entry.addr == value or (entry.addr.ip_wide and entry.addr.ip == value.ip)
+            hit = ((entry_ip, entry.addr.port, entry.addr.nonce) == (value.ip, value.port, value.nonce)
+                   or (entry.addr.ip_wide and entry_ip == value.ip))
         if hit:
             return True
     return False
@@ -285,29 +296,91 @@ class Request(object):
             raise ValueError('invalid input, nothing was changed: ' + '; '.join(errors))
 
 
-def check_safety(request, daemons, max_addresses=DEFAULT_MAX_ADDRESSES):
-    """Refuse (CephRefused) to blocklist the cluster's own daemons, the whole Internet, or a CIDR
-    larger than max_addresses. Returns nothing; raises with every reason at once."""
+def parse_protected(values, what='protect_addresses'):
+    """[(as written, normalised network)] from IPs, C(ip:port/nonce) addresses and CIDRs that must
+    never be fenced (for example the Ready nodes' addresses). An address protects its whole IP, a
+    CIDR its whole network (host bits tolerated: more protection, never less). IPv4-mapped IPv6 is
+    normalised to IPv4. Raises ValueError naming every bad entry: a protect list that cannot be
+    read must stop the run, not be ignored."""
+    out, errors = [], []
+    for value in values or []:
+        text = str(value).strip()
+        network = None
+        try:
+            network = ipaddress.ip_network(normalize_ip(parse_addr(text, what).ip))
+        except ValueError:
+            try:
+                network = normalize_network(ipaddress.ip_network(u'%s' % text, strict=False))
+            except ValueError:
+                network = None
+        if network is None:
+            errors.append('%s: %r is not an IP, ip:port/nonce address or CIDR' % (what, value))
+        else:
+            out.append((str(value), network))
+    if errors:
+        raise ValueError('invalid input, nothing was changed: ' + '; '.join(errors))
+    return out
+
+
+def _mapped(network):
+    """The IPv4-mapped IPv6 form (::ffff:a.b.c.d/96+n) of an IPv4 network; None for IPv6."""
+    if network.version != 4:
+        return None
+    return ipaddress.ip_network(u'::ffff:%s/%d' % (network.network_address, network.prefixlen + 96))
+
+
+def network_covers(network, other):
+    """Whether blocklisting `network` (as given, maybe IPv6 or IPv4-mapped) would cover any address
+    of `other` (an address or network, any form), comparing them normalised and also catching an
+    IPv6 range that holds the IPv4-mapped form of an IPv4 `other` (::/1 holds ::ffff:10.0.0.1)."""
+    if isinstance(other, (ipaddress.IPv4Address, ipaddress.IPv6Address)):
+        other = ipaddress.ip_network(normalize_ip(other))
+    else:
+        other = normalize_network(other)
+    norm = normalize_network(network)
+    if norm.version == other.version and norm.overlaps(other):
+        return True
+    mapped = _mapped(other)
+    return mapped is not None and network.version == 6 and network.overlaps(mapped)
+
+
+def check_safety(request, daemons, max_addresses=DEFAULT_MAX_ADDRESSES, protected=None):
+    """Refuse (CephRefused) to blocklist the cluster's own daemons, the whole Internet, a CIDR
+    larger than max_addresses, or anything covering a `protected` network (parse_protected: for
+    example the Ready nodes' addresses). Addresses are compared after normalisation (IPv4-mapped
+    IPv6 as IPv4, port and nonce dropped for IP-wide entries): ::ffff:10.0.0.1,
+    [::ffff:10.0.0.1]:0/0 and ::ffff:10.0.0.0/120 are refused like 10.0.0.1 and 10.0.0.0/24 (I1).
+    Returns nothing; raises with every reason at once."""
     reasons = []
+    protected = protected or []
     for network in request.cidrs:
-        if network.prefixlen == 0:
-            reasons.append('%s would blocklist every client of the cluster: refused whatever max_addresses says'
-                           % network)
+        norm = normalize_network(network)
+        if network.prefixlen == 0 or norm.prefixlen == 0:
+            reasons.append('%s would blocklist every client of the cluster%s: refused whatever max_addresses says'
+                           % (network, ' (it is %s written as IPv4-mapped IPv6)' % norm if norm != network else ''))
             continue
         if network.num_addresses > max_addresses:
             reasons.append('%s has %d addresses, more than max_addresses=%d (raise max_addresses explicitly '
                            'if this is really meant)' % (network, network.num_addresses, max_addresses))
-        hits = [d for d in daemons if d.addr.ip.version == network.version and d.addr.ip in network]
+        hits = [d for d in daemons if network_covers(network, d.addr.ip)]
         if hits:
             reasons.append('%s contains addresses of the cluster\'s own daemons: %s'
                            % (network, _labels(hits)))
+        guarded = [text for text, net in protected if network_covers(network, net)]
+        if guarded:
+            reasons.append('%s covers protected addresses (protect_addresses: %s)' % (network, ', '.join(guarded)))
     for addr in request.addresses:
+        ip = normalize_ip(addr.ip)
         if addr.ip_wide:
-            hits = [d for d in daemons if d.addr.ip == addr.ip]
+            hits = [d for d in daemons if normalize_ip(d.addr.ip) == ip]
         else:
-            hits = [d for d in daemons if d.addr == addr]
+            hits = [d for d in daemons if normalize_ip(d.addr.ip) == ip
+                    and (d.addr.port, d.addr.nonce) == (addr.port, addr.nonce)]
         if hits:
             reasons.append('%s is an address of the cluster\'s own daemons: %s' % (addr, _labels(hits)))
+        guarded = [text for text, net in protected if network_contains(net, ip)]
+        if guarded:
+            reasons.append('%s is a protected address (protect_addresses: %s)' % (addr, ', '.join(guarded)))
     if reasons:
         raise CephRefused('refused, nothing was changed: ' + '; '.join(reasons))
 

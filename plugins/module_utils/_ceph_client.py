@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import tempfile
 import threading
@@ -35,6 +36,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CephConnectionError,
     CephError,
     CephNotFoundError,
+    check_expire,
+    check_name,
     errno_name,
     stderr_summary,
 )
@@ -61,6 +64,13 @@ class MonCommand(object):
     __slots__ = ('argv', 'json')
 
     def __init__(self, argv, json_cmd):
+        # I9: the `ceph` CLI appends $CEPH_ARGS after its argv, so a `--` before the positionals
+        # would turn those into positionals (tried on the lab: "Invalid command: unused
+        # arguments"). No user- or cluster-given name is a positional of a mon command here (they
+        # are parsed addresses, networks and numbers), and this refuses any word that is an option.
+        for word in argv:
+            if str(word).startswith('-'):
+                raise ValueError('mon command word %r starts with "-": it would be read as an option' % (word,))
         self.argv = list(argv)
         self.json = dict(json_cmd)
         self.json.setdefault('format', 'json')
@@ -89,8 +99,9 @@ def blocklist_change_command(naming, op, target, expire=None, is_range=False):
     if is_range:
         cmd['range'] = 'range'
     if expire is not None and op == 'add':
+        expire = check_expire(expire)
         argv.append(_number(expire))
-        cmd['expire'] = float(expire)
+        cmd['expire'] = expire
     return MonCommand(argv, cmd)
 
 
@@ -126,24 +137,30 @@ _NAME = re.compile(r'^[^/@\s]+$')
 
 
 def parse_image_spec(text):
-    """'pool/image' or 'pool/namespace/image' to an ImageSpec. Raises ValueError."""
+    """'pool/image' or 'pool/namespace/image' to an ImageSpec. Raises ValueError, also for a part
+    that starts with '-' (I9)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError('image spec must be pool/image or pool/namespace/image, got %r' % (text,))
     parts = text.strip().split('/')
     if len(parts) not in (2, 3) or not all(_NAME.match(p) for p in parts):
         raise ValueError('image spec %r must be pool/image or pool/namespace/image '
                          '(no snapshots, no spaces)' % text)
+    for what, part in zip(('pool', 'namespace', 'image') if len(parts) == 3 else ('pool', 'image'), parts):
+        check_name(part, 'image spec %r: %s' % (text, what))
     if len(parts) == 2:
         return ImageSpec(parts[0], '', parts[1])
     return ImageSpec(parts[0], parts[1], parts[2])
 
 
 def image_spec(pool, namespace, image):
+    """An ImageSpec from separate names. Raises ValueError, also for a name that starts with '-' (I9)."""
     for what, value in (('pool', pool), ('image', image)):
         if not value or not _NAME.match(value):
             raise ValueError('%s %r is not a valid name' % (what, value))
+        check_name(value, what)
     if namespace and not _NAME.match(namespace):
         raise ValueError('namespace %r is not a valid name' % namespace)
+    check_name(namespace, 'namespace')
     return ImageSpec(pool, namespace or '', image)
 
 
@@ -165,6 +182,9 @@ class CephSettings(object):
         self.command_prefix = list(params.get('command_prefix') or [])
         if self.timeout <= 0:
             raise ValueError('timeout must be a positive number of seconds, got %d' % self.timeout)
+        for what, value in (('cluster', self.cluster), ('user', self.user), ('mon_host', self.mon_host),
+                            ('conf', self.conf), ('keyring', self.keyring)):
+            check_name(value, what)  # I9: each is the value of a CLI option
         if self.backend not in ('auto', 'rados', 'cli'):
             raise ValueError('backend must be one of auto, rados, cli; got %r' % self.backend)
         if self.backend == 'rados' and self.command_prefix:
@@ -510,24 +530,26 @@ class CliBackend(_Base):
 
     def inspect_image(self, spec, metadata=True):
         from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
-        out, _err = self.run_image(spec, ['status', str(spec), '--format', 'json'], 'rbd status %s' % spec)
+        out, _err = self.run_image(spec, rbd_args(['status'], [str(spec)], ['--format', 'json']),
+                                   'rbd status %s' % spec)
         status = json_document(out, 'rbd status %s' % spec, empty={})
         result = {'watchers': [dict(address=w['address'], client_id=int(w['client']), cookie=int(w['cookie']))
                                for w in status.get('watchers', [])]}
         if metadata:
-            out, _err = self.run_image(spec, ['image-meta', 'list', str(spec), '--format', 'json'],
+            out, _err = self.run_image(spec, rbd_args(['image-meta', 'list'], [str(spec)], ['--format', 'json']),
                                        'rbd image-meta list %s' % spec)
             result['metadata'] = json_document(out, 'rbd image-meta list %s' % spec, empty={})
         return result
 
     def image_locks(self, spec):
         from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
-        out, _err = self.run_image(spec, ['lock', 'ls', str(spec), '--format', 'json'], 'rbd lock ls %s' % spec)
+        out, _err = self.run_image(spec, rbd_args(['lock', 'ls'], [str(spec)], ['--format', 'json']),
+                                   'rbd lock ls %s' % spec)
         listed = json_document(out, 'rbd lock ls %s' % spec, empty=[])
         if not listed:
             return dict(exclusive=None, tag=None, lockers=[])
         # The JSON form has no lock type or tag: the plain form does.
-        text, _err = self.run('rbd', ['lock', 'ls', str(spec)], 'rbd lock ls %s' % spec)
+        text, _err = self.run('rbd', rbd_args(['lock', 'ls'], [str(spec)]), 'rbd lock ls %s' % spec)
         exclusive, tag = parse_lock_header(text)
         return dict(exclusive=exclusive, tag=tag,
                     lockers=[dict(locker=i['locker'], id=i['id'], address=i['address']) for i in listed])
@@ -536,11 +558,24 @@ class CliBackend(_Base):
         return None
 
     def break_lock(self, spec, locker, lock_id):
-        self.run('rbd', ['lock', 'rm', str(spec), lock_id, locker], 'rbd lock rm %s %s %s' % (spec, lock_id, locker))
+        # lock_id and locker come from the cluster (anyone can take a lock named --keyring=/x):
+        # after `--` they can only be positionals (I9).
+        self.run('rbd', rbd_args(['lock', 'rm'], [str(spec), lock_id, locker]),
+                 'rbd lock rm %s %s %s' % (spec, shlex.quote(lock_id), shlex.quote(locker)))
 
     def add_lock(self, spec, lock_id, tag=None):
-        self.run('rbd', ['lock', 'add', str(spec), lock_id] + (['--shared', tag] if tag is not None else []),
-                 'rbd lock add %s %s' % (spec, lock_id))
+        self.run('rbd', rbd_args(['lock', 'add'], [str(spec), lock_id],
+                                 ['--shared', check_name(tag, 'tag')] if tag is not None else []),
+                 'rbd lock add %s %s' % (spec, shlex.quote(lock_id)))
+
+
+def rbd_args(words, positionals, options=()):
+    """`rbd <words> <options> -- <positionals>`: the rbd CLI (boost program_options) takes `--`
+    as the end of options (tried on the lab: `rbd lock rm -- rbd/img --keyring=/x client.1`
+    breaks the lock named --keyring=/x; without `--` it is read as --keyring), so image specs,
+    lock ids and lockers, user- or cluster-given, never become options (I9). Options go before
+    the `--` (after it they would be positionals too)."""
+    return list(words) + list(options) + ['--'] + [str(p) for p in positionals]
 
 
 _LOCK_HEADER = re.compile(r'^There (?:is|are) (\d+) (exclusive|shared) locks? on this image\.', re.M)
@@ -570,19 +605,41 @@ def _which(tool):
 
 
 def _run(argv, timeout):
-    """(rc, stdout, stderr); rc -1 when the process had to be killed at `timeout`."""
+    """(rc, stdout, stderr); rc -1 when the process had to be killed at `timeout`.
+
+    The call runs in its own session (so its own process group), and at the timeout the whole
+    group is killed: with a command_prefix (`cephadm shell --`, `kubectl exec ... --`) the tool
+    is a grandchild, which killing the direct child alone would leave running, holding stdout
+    open and this call waiting (I8)."""
     # Not AnsibleModule.run_command: this runs from a bounded thread pool (parallel per-address
     # blocklisting) and must kill a hung tool at the timeout.
     try:
         # pylint: disable-next=ansible-bad-function
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                universal_newlines=True)
+                                universal_newlines=True, start_new_session=True)
     except OSError as exc:
         return 127, '', 'could not run %s: %s' % (argv[0], exc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
+        # The child is not reaped yet (at worst a zombie), so its pid, the group's id, cannot
+        # have been reused: killing the group hits this call's processes only.
+        kill_process_group(proc)
+        try:
+            out, err = proc.communicate(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:  # something left the group and holds the pipes
+            proc.kill()
+            return -1, '', 'killed at the timeout; a process that left its process group still holds its output'
         return -1, out, err
     return proc.returncode, out, err
+
+
+KILL_GRACE = 5
+
+
+def kill_process_group(proc):
+    """SIGKILL every process of `proc`'s process group (it leads one: start_new_session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # already gone
+        proc.kill()

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to volfence.csi: shared Ceph options, errors, JSON and address parsing.
 
-Pure Python (standard library only, Python 2.7-free but 3.6+ compatible), no Ansible imports:
-everything here is unit-tested on outputs captured from a real cluster
+Pure Python (standard library and the collection's _safety helpers, 3.6+ compatible), no Ansible
+imports: everything here is unit-tested on outputs captured from a real cluster
 (tests/unit/plugins/module_utils/fixtures/ceph/).
 """
 
@@ -16,7 +16,13 @@ import datetime
 import errno as errno_mod
 import ipaddress
 import json
+import math
 import re
+
+from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+    normalize_ip,
+    normalize_network,
+)
 
 # --------------------------------------------------------------------------- shared options
 
@@ -40,6 +46,48 @@ def ceph_argument_spec(**extra):
     spec = dict((name, dict(option)) for name, option in CEPH_ARGUMENT_SPEC.items())
     spec.update(extra)
     return spec
+
+
+# --------------------------------------------------------------------------- names and numbers (I9)
+
+# Ceph stores a blocklist expiry as 32-bit seconds since the epoch: `ceph osd blocklist add <ip> 1e12`
+# is accepted and silently becomes 2106-02-07 (seen on the lab's Pacific). Ten years is already
+# longer than any fence should outlive the node's reboot.
+MAX_EXPIRE_SECONDS = 10 * 365 * 86400
+
+
+def check_name(value, what):
+    """`value` unchanged, or ValueError when it would be read as a command-line option (I9):
+    user-given pool, namespace, image, lock id, locker, tag and connection names must not start
+    with '-' (`--keyring=/x` as an image name would otherwise reach the rbd CLI as an option)."""
+    if isinstance(value, str) and value.startswith('-'):
+        raise ValueError('%s %r starts with "-": names given to the Ceph modules must not start with "-" '
+                         '(the ceph/rbd tools would read it as an option): nothing was changed' % (what, value))
+    return value
+
+
+def check_expire(value, what='expire'):
+    """A blocklist expiry in seconds as a float (None stays None), or ValueError (I9): it must be a
+    finite number, above 0 and at most MAX_EXPIRE_SECONDS (ten years). inf, nan, negative and
+    absurd values are refused with this message instead of a traceback or a silent 2106 expiry."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError('%s must be a number of seconds, got %r' % (what, value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError('%s must be a number of seconds, got %r' % (what, value))
+    if math.isnan(number) or math.isinf(number):
+        raise ValueError('%s must be a finite number of seconds, got %r: for a long fence give e.g. 604800 '
+                         '(a week); nothing was changed' % (what, value))
+    if number <= 0:
+        raise ValueError('%s must be positive (seconds until the entries expire), got %r: nothing was changed'
+                         % (what, value))
+    if number > MAX_EXPIRE_SECONDS:
+        raise ValueError('%s=%r is more than %d seconds (ten years): Ceph would cap it at 2106; give at most '
+                         '%d: nothing was changed' % (what, value, MAX_EXPIRE_SECONDS, MAX_EXPIRE_SECONDS))
+    return number
 
 
 # --------------------------------------------------------------------------- errors
@@ -314,16 +362,19 @@ class AddressMatcher(object):
     def __init__(self, patterns, what='address'):
         self.patterns = list(patterns or [])
         self.compiled = []
+        # Values are compiled normalised (IPv4-mapped IPv6 as IPv4, see _safety.normalize_ip), and
+        # match() normalises the address it is given: ::ffff:10.0.0.5 is 10.0.0.5 (I1).
         for pattern in self.patterns:
             text = str(pattern).strip()
             if _looks_like_cidr(text):
-                self.compiled.append((pattern, 'network', ipaddress.ip_network(u'%s' % text, strict=False)))
+                network = normalize_network(ipaddress.ip_network(u'%s' % text, strict=False))
+                self.compiled.append((pattern, 'network', network))
                 continue
             addr = parse_addr(text, what)
             if addr.ip_wide and not _has_explicit_nonce(text):
-                self.compiled.append((pattern, 'ip', addr.ip))
+                self.compiled.append((pattern, 'ip', normalize_ip(addr.ip)))
             else:
-                self.compiled.append((pattern, 'exact', addr))
+                self.compiled.append((pattern, 'exact', normalized_addr(addr)))
 
     def __bool__(self):
         return bool(self.patterns)
@@ -334,6 +385,7 @@ class AddressMatcher(object):
         """The pattern (as the user wrote it) that matches `addr` (a CephAddr), else None."""
         if addr is None:
             return None
+        addr = normalized_addr(addr)
         for pattern, kind, value in self.compiled:
             if kind == 'network':
                 if addr.ip.version == value.version and addr.ip in value:
@@ -344,6 +396,12 @@ class AddressMatcher(object):
             elif addr == value:
                 return pattern
         return None
+
+
+def normalized_addr(addr):
+    """`addr` (a CephAddr) with an IPv4-mapped IPv6 IP turned into its IPv4 address."""
+    ip = normalize_ip(addr.ip)
+    return addr if ip == addr.ip else CephAddr(ip, addr.port, addr.nonce)
 
 
 def _has_explicit_nonce(text):

@@ -11,11 +11,14 @@ The client (``_ceph_client``) talks to Ceph; the pure modules (``_ceph_blocklist
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import errno
+
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import (
     Request,
     check_safety,
     cluster_daemon_addresses,
     parse_blocklist_docs,
+    parse_protected,
     plan_absent,
     plan_present,
     predict_after,
@@ -30,9 +33,12 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CephCommandError,
     CephError,
+    check_expire,
     is_unknown_command,
+    json_document,
     json_documents,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import describe_locks, select_locks
 
 
 class BlocklistState(object):
@@ -78,7 +84,6 @@ def read_daemon_addresses(client):
         kind = command.json['prefix']
         if error is not None:
             raise error
-        from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
         dumps[kind] = json_document(result[0], command.describe(), empty={})
     return cluster_daemon_addresses(dumps.get('mon dump'), dumps.get('mgr dump'), dumps.get('osd dump'),
                                     dumps.get('fs dump'))
@@ -96,7 +101,7 @@ def execute_actions(client, naming, actions, expire=None, workers=DEFAULT_WORKER
         command = blocklist_change_command(naming, action.op, action.target, expire, True)
         try:
             client.mon(command)
-        except CephCommandError as exc:
+        except CephError as exc:  # a timeout (CephConnectionError) too: keep what was done (I7)
             if is_unknown_command(exc):
                 return done, failed, True
             failed.append((action, exc))
@@ -120,7 +125,9 @@ def action_dict(action):
 
 
 class BlocklistFailure(CephError):
-    """Some blocklist changes failed; `result` tells what was done."""
+    """Some blocklist changes failed, or what was done could not be verified; `result` tells what
+    was done (actions), what failed (failed_actions, each with its error) and whether anything was
+    written (changed), as ceph_blocklist reports it (I7)."""
 
     def __init__(self, msg, result, first_error):
         super(BlocklistFailure, self).__init__(msg, cmd=first_error.cmd, rc=first_error.rc,
@@ -130,10 +137,18 @@ class BlocklistFailure(CephError):
 
 def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cidr_mode='auto',
                      max_addresses=256, workers=DEFAULT_WORKERS, check_mode=False, current=None,
-                     daemons=None):
-    """Make the blocklist match the request. Validates everything, then refuses unsafe requests,
-    before changing anything. Returns the result dict ceph_blocklist reports."""
+                     daemons=None, protect=None):
+    """Make the blocklist match the request. Validates everything, then refuses unsafe requests
+    (the cluster's daemons, `protect`: IPs/CIDRs never to fence, see check_safety), before
+    changing anything. Returns the result dict ceph_blocklist reports.
+
+    Once something was sent, every outcome is reported honestly (I7): a partial failure, a monitor
+    that stops answering mid-run, or a read-back that fails raises BlocklistFailure whose
+    `result` keeps `actions` (done), `failed_actions` and `changed` (true when anything was
+    written), with `blocklist_error` when the blocklist could not be read back."""
     request = Request(addresses, cidrs)  # ValueError on bad input: nothing done yet
+    expire = check_expire(expire)
+    protected = parse_protected(protect)
     if current is None:
         current = read_blocklist(client)
     before = current.strings()
@@ -141,7 +156,7 @@ def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cid
     if state == 'present':
         if daemons is None:
             daemons = read_daemon_addresses(client)
-        check_safety(request, daemons, max_addresses)
+        check_safety(request, daemons, max_addresses, protected)
         if cidr_mode == 'range' and request.cidrs and not current.range_supported:
             raise CephError('cidr_mode=range: this cluster has no `osd blocklist range` command '
                             '(its blocklist lists no range entries); use cidr_mode=auto or addresses')
@@ -153,27 +168,48 @@ def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cid
     mode = 'range' if use_ranges else ('addresses' if use_ranges is not None else None)
     result = dict(changed=bool(actions), naming=current.naming, cidr_mode=mode, warnings=warnings,
                   actions=[action_dict(a) for a in actions], failed_actions=[],
-                  before=before, after=predict_after(current.entries, actions))
+                  before=before, after=predict_after(current.entries, actions), blocklist_error=None)
     if check_mode or not actions:
         return result
     done, failed, unsupported = execute_actions(client, current.naming, actions, expire, workers)
+    stop = None
     if unsupported:
         # Detected only now (the cluster listed range entries yet refused the command): fall back
         # to one entry per address, as ceph-csi does.
         if cidr_mode == 'range':
-            raise CephError('the cluster refused `osd %s range add`; use cidr_mode=auto or addresses'
-                            % current.naming)
-        fallback = [a for a in plan_present(request, current.entries, False) if a not in done]
-        more_done, more_failed, _unsupported = execute_actions(client, current.naming, fallback, expire, workers)
-        done += more_done
-        failed += more_failed
-        result['cidr_mode'] = 'addresses'
-        result['warnings'].append('the cluster does not support range blocklisting: blocklisted each address '
-                                  'of the CIDRs instead')
+            stop = CephError('the cluster refused `osd %s range add`; use cidr_mode=auto or addresses'
+                             % current.naming)
+        else:
+            fallback = [a for a in plan_present(request, current.entries, False) if a not in done]
+            more_done, more_failed, _unsupported = execute_actions(client, current.naming, fallback, expire,
+                                                                   workers)
+            done += more_done
+            failed += more_failed
+            result['cidr_mode'] = 'addresses'
+            result['warnings'].append('the cluster does not support range blocklisting: blocklisted each address '
+                                      'of the CIDRs instead')
+    return _finish(client, current, result, done, failed, stop)
+
+
+def _finish(client, current, result, done, failed, stop=None):
+    """Fill `result` with what was done and failed, read the blocklist back, and raise
+    BlocklistFailure (keeping both lists, adding the error) unless everything worked."""
     result['actions'] = [action_dict(a) for a in done]
     result['failed_actions'] = [dict(action_dict(a), error=e.msg) for a, e in failed]
     result['changed'] = bool(done)
-    result['after'] = read_blocklist(client, current.naming).strings()
+    try:
+        result['after'] = read_blocklist(client, current.naming).strings()
+    except CephError as exc:
+        # The monitor stopped answering after the changes: report them all the same, with the
+        # prediction as the blocklist and this error beside the lists (never instead of them).
+        result['after'] = predict_after(current.entries, done)
+        result['blocklist_error'] = 'could not read the blocklist back after the changes: %s' % exc.msg
+        result['warnings'].append(result['blocklist_error'])
+        raise BlocklistFailure('%d blocklist change(s) made, %d failed%s; %s' % (
+            len(done), len(failed), (' (first error: %s)' % failed[0][1].msg) if failed else '',
+            result['blocklist_error']), result, failed[0][1] if failed else exc)
+    if stop is not None:
+        raise BlocklistFailure('%s (%d change(s) were made before)' % (stop.msg, len(done)), result, stop)
     unseen = [a for a in done if a.op == 'add' and a.display not in result['after']]
     if unseen and not failed:
         # Never report a fence that is not there (e.g. an old monitor taking a CIDR for an address).
@@ -185,4 +221,84 @@ def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cid
         raise BlocklistFailure('%d of %d blocklist changes failed (the %d others were made): first error: %s'
                                % (len(failed), len(failed) + len(done), len(done), failed[0][1].msg),
                                result, failed[0][1])
+    return result
+
+
+# --------------------------------------------------------------------------- advisory locks
+
+def _lock_key(lock):
+    return (lock['id'], lock['locker'])
+
+
+class LockBreakFailure(CephError):
+    """Fencing a locker or breaking a lock failed; `result` is what rbd_lock reports: the lockers
+    blocklisted, the locks broken, those that failed (each with its error) and `changed` (I7)."""
+
+    def __init__(self, msg, result, first_error):
+        super(LockBreakFailure, self).__init__(msg, cmd=first_error.cmd, rc=first_error.rc,
+                                               stdout=first_error.stdout, stderr=first_error.stderr)
+        self.result = result
+
+
+def break_image_locks(client, spec, locks, lock_filter, protect=None, blocklist_locker=True, expire=None,
+                      check_mode=False, node_map=None):
+    """Break the locks of `spec` that `lock_filter` selects, except those held from `protect` (an
+    AddressMatcher), after blocklisting each locker's exact address when `blocklist_locker`.
+
+    Returns the rbd_lock result (broken, protected, blocklisted, failed, changed, locks_after).
+    Nothing is broken when blocklisting fails. A lock that fails to break does not stop the
+    others; any failure raises LockBreakFailure whose `result` says what was blocklisted, what was
+    broken and what failed, with `changed` true when anything was written (I7)."""
+    to_break, protected = select_locks(locks, lock_filter, protect)
+    result = dict(broken=[], protected=protected, blocklisted=[], blocklist_failed=[], failed=[], changed=False,
+                  locks_after=locks, locks_after_error=None)
+    if not to_break:
+        return result
+    if blocklist_locker:
+        addresses = sorted(set(lock['address'] for lock in to_break))
+        try:
+            fenced = ensure_blocklist(client, 'present', addresses=addresses, expire=expire, check_mode=check_mode)
+        except BlocklistFailure as exc:
+            result['blocklisted'] = exc.result['actions']
+            result['blocklist_failed'] = exc.result['failed_actions']
+            result['changed'] = exc.result['changed']
+            result['failed'] = [dict(lock, error='not broken: blocklisting the lockers failed') for lock in to_break]
+            raise LockBreakFailure('blocklisting the lockers failed, no lock was broken (%d blocklist entr%s '
+                                   'added): %s' % (len(result['blocklisted']),
+                                                   'y was' if len(result['blocklisted']) == 1 else 'ies were',
+                                                   exc.msg), result, exc)
+        result['blocklisted'] = fenced['actions']
+        result['changed'] = fenced['changed']
+    errors = []
+    for lock in to_break:
+        if not check_mode:
+            try:
+                client.break_lock(spec, lock['locker'], lock['id'])
+            except CephError as exc:
+                if exc.rc is not None and abs(int(exc.rc)) == errno.ENOENT:
+                    continue  # released meanwhile: nothing left to break
+                result['failed'].append(dict(lock, error=exc.msg))
+                errors.append(exc)
+                continue
+        result['broken'].append(lock)
+    result['changed'] = result['changed'] or bool(result['broken'])
+    gone = set(_lock_key(lock) for lock in result['broken'])
+    result['locks_after'] = [lock for lock in locks if _lock_key(lock) not in gone]
+    if result['changed'] and not check_mode:
+        try:
+            result['locks_after'] = describe_locks(client.image_locks(spec), node_map)
+        except CephError as exc:  # keep the lists, add the error (I7)
+            result['locks_after_error'] = 'could not read the locks of %s back: %s' % (spec, exc.msg)
+            if not errors:
+                errors.append(exc)
+    if errors:
+        first = result['failed'][0] if result['failed'] else None
+        raise LockBreakFailure('%s%d of %d lock(s) of %s broken (%s), %d failed (%s); blocklisted: %s%s' % (
+            ('breaking lock %r held by %s failed: %s; ' % (first['id'], first['locker'], first['error']))
+            if first else '',
+            len(result['broken']), len(to_break), spec,
+            ', '.join(lock['id'] for lock in result['broken']) or 'none',
+            len(result['failed']), ', '.join(lock['id'] for lock in result['failed']) or 'none',
+            ', '.join(a['entry'] for a in result['blocklisted']) or 'none',
+            ('; ' + result['locks_after_error']) if result['locks_after_error'] else ''), result, errors[0])
     return result

@@ -23,8 +23,14 @@ description:
     else one entry per address, sent in parallel over one connection (bindings) or as bounded
     parallel processes (CLI).
   - Refuses, before changing anything, the addresses of the cluster's own monitors, managers,
-    OSDs and MDSs (read from the mon, mgr, osd and fs maps), C(0.0.0.0/0), C(::/0) and any CIDR
-    with more than O(max_addresses) addresses.
+    OSDs and MDSs (read from the mon, mgr, osd and fs maps), the O(protect_addresses),
+    C(0.0.0.0/0), C(::/0) and any CIDR with more than O(max_addresses) addresses.
+  - Addresses are compared after normalisation, IPv4-mapped IPv6 as IPv4 and ports and nonces
+    dropped for IP-wide entries, so C(::ffff:10.0.0.1), C([::ffff:10.0.0.1]:0/0) and
+    C(::ffff:10.0.0.0/120) are refused exactly like C(10.0.0.1) and C(10.0.0.0/24).
+  - When some changes fail (or the blocklist cannot be read back), the module fails but reports
+    what it did, RV(actions), what failed, RV(failed_actions), and C(changed=true) if anything
+    was written.
   - Uses C(osd blacklist) on clusters older than Pacific, which do not know C(osd blocklist).
 author:
   - volfence.csi maintainers (@volfence)
@@ -72,7 +78,20 @@ options:
         (C(mon_osd_blocklist_default_expire), one hour).
       - A fenced node must not come back before it has been rebooted; for a node fence, a long
         expiry (days) is safer than the default.
+      - Must be a finite number above 0 and at most 315360000 (ten years; Ceph caps expiries at
+        2106). C(inf), C(nan), negative and larger values fail before anything is done.
     type: float
+  protect_addresses:
+    description:
+      - IPs, C(ip:port/nonce) addresses or CIDRs that must never be fenced, for example the
+        addresses of every Ready node. With O(state=present), the module refuses (and changes
+        nothing) when a requested address is, or a requested CIDR covers, any of them.
+      - An address protects its whole IP (any port and nonce), a CIDR its whole network. IPv4-mapped
+        IPv6 is normalised on both sides.
+      - Ignored with O(state=absent), which only removes entries.
+    type: list
+    elements: str
+    default: []
   max_addresses:
     description:
       - Refuse CIDRs with more addresses than this (a C(/24) has 256). Raise it explicitly to
@@ -111,6 +130,12 @@ EXAMPLES = r'''
     expire: 604800
     conf: /etc/ceph/ceph.conf
     keyring: /etc/ceph/ceph.client.admin.keyring
+
+- name: Fence the failed node, never a Ready node's address
+  volfence.csi.ceph_blocklist:
+    addresses: [10.0.3.12]
+    protect_addresses: [10.0.3.11, 10.0.3.13]
+    expire: 604800
 
 - name: Fence one stale client instance only (a watcher's address)
   volfence.csi.ceph_blocklist:
@@ -173,13 +198,24 @@ actions:
   sample:
     - {op: add, range: false, target: "10.0.3.12:0/0", entry: "10.0.3.12:0/0", requested: "10.0.3.12:0/0"}
 failed_actions:
-  description: Changes that failed, each with its C(error); the module fails when there is any.
+  description:
+    - Changes that failed, each with the keys of RV(actions) and its C(error); the module fails
+      when there is any, and still reports RV(actions) (what was done) and C(changed).
   returned: always
   type: list
   elements: dict
   sample: []
+blocklist_error:
+  description:
+    - Why the blocklist could not be read back after the changes (for example a monitor that
+      stopped answering); RV(blocklist) is then the prediction. Null otherwise.
+  returned: always
+  type: str
+  sample: null
 blocklist:
-  description: The blocklist entries after the run (predicted in check mode), as Ceph prints them.
+  description:
+    - The blocklist entries after the run (predicted in check mode, or when RV(blocklist_error)
+      says it could not be read back), as Ceph prints them.
   returned: always
   type: list
   elements: str
@@ -213,8 +249,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     CephError,
     ceph_argument_spec,
+    check_expire,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request, parse_protected
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import BlocklistFailure, ensure_blocklist
 
 
@@ -228,6 +265,7 @@ def main():
             max_addresses=dict(type='int', default=256),
             cidr_mode=dict(type='str', default='auto', choices=['auto', 'range', 'addresses']),
             parallel=dict(type='int', default=64),
+            protect_addresses=dict(type='list', elements='str', default=[]),
         ),
         mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
         supports_check_mode=True,
@@ -235,12 +273,13 @@ def main():
     p = module.params
     if not p['addresses'] and not p['cidrs']:
         module.fail_json(msg='give at least one address or CIDR: nothing was changed')
-    if p['expire'] is not None and p['expire'] <= 0:
-        module.fail_json(msg='expire must be a positive number of seconds, got %s' % p['expire'])
     if p['parallel'] < 1 or p['max_addresses'] < 1:
         module.fail_json(msg='parallel and max_addresses must be at least 1')
     try:
-        Request(p['addresses'], p['cidrs'])  # every input error before connecting
+        # every input error before connecting
+        check_expire(p['expire'])
+        Request(p['addresses'], p['cidrs'])
+        parse_protected(p['protect_addresses'])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
@@ -248,11 +287,16 @@ def main():
     try:
         client = connect(p, module.tmpdir)
         result = ensure_blocklist(client, p['state'], p['addresses'], p['cidrs'], p['expire'], p['cidr_mode'],
-                                  p['max_addresses'], p['parallel'], module.check_mode)
+                                  p['max_addresses'], p['parallel'], module.check_mode,
+                                  protect=p['protect_addresses'] if p['state'] == 'present' else None)
     except BlocklistFailure as exc:
+        # I7: what was done and what failed, and changed=true when anything was written
+        for warning in exc.result['warnings']:
+            module.warn(warning)
         details = _public(exc.result)
         details.update(exc.fail_kwargs())
-        module.fail_json(backend=client.name, blocklist=exc.result['after'], **details)
+        module.fail_json(backend=client.name, blocklist=exc.result['after'], changed=exc.result['changed'],
+                         **details)
     except CephError as exc:
         module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
     except ValueError as exc:
@@ -271,7 +315,7 @@ def main():
 
 
 def _public(result):
-    return dict((k, result[k]) for k in ('actions', 'failed_actions', 'cidr_mode', 'naming'))
+    return dict((k, result[k]) for k in ('actions', 'failed_actions', 'cidr_mode', 'naming', 'blocklist_error'))
 
 
 if __name__ == '__main__':

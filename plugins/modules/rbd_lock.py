@@ -21,6 +21,12 @@ description:
     lock alone does not stop the old client writing.
   - O(state=present) takes an advisory lock, exclusive or (with O(tag)) shared.
   - Without O(state), it only lists.
+  - When fencing a locker or breaking a lock fails, the module fails but reports what it did:
+    the lockers it blocklisted (RV(blocklisted)), the locks it broke (RV(broken)), those it could
+    not break (RV(failed)) and C(changed=true) if anything was written. A lock that fails to break
+    does not stop the others; nothing is broken when blocklisting the lockers fails.
+  - Pool, namespace, image, lock id, locker and tag must not start with C(-); lock ids and lockers
+    read from the cluster are passed to the C(rbd) tool after C(--), so they are never options.
 author:
   - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
@@ -36,15 +42,15 @@ attributes:
       - The diff shows the image's locks before and after.
 options:
   pool:
-    description: Pool of the image.
+    description: Pool of the image (must not start with C(-)).
     type: str
     required: true
   namespace:
-    description: RADOS namespace of the image.
+    description: RADOS namespace of the image (must not start with C(-)).
     type: str
     default: ''
   image:
-    description: The image.
+    description: The image (must not start with C(-)).
     type: str
     required: true
   state:
@@ -60,11 +66,13 @@ options:
     description:
       - With O(state=absent), an fnmatch pattern of lock ids, for example C(kubelet_lock_magic_*).
       - With O(state=present), the id of the lock to take (required).
+      - Must not start with C(-); to select existing locks whose id does, use a pattern such as
+        C(?keyring*).
     type: str
   locker:
     description:
       - With O(state=absent), an fnmatch pattern of lockers, for example C(client.4272) (a bare
-        number gets the C(client.) prefix).
+        number gets the C(client.) prefix). Must not start with C(-).
     type: str
   address:
     description:
@@ -76,6 +84,7 @@ options:
     description:
       - Never break (nor blocklist) a lock held from these IPs, CIDRs or C(ip:port/nonce)
         addresses, for example the healthy nodes. Such locks are listed in RV(protected).
+      - IPv4-mapped IPv6 holders (C([::ffff:10.0.3.11]:0/123)) are matched as their IPv4 address.
     type: list
     elements: str
     default: []
@@ -96,10 +105,13 @@ options:
   blocklist_expire:
     description:
       - Seconds until those blocklist entries expire (Ceph's default, one hour, without it).
+      - Must be a finite number above 0 and at most 315360000 (ten years). C(inf), C(nan),
+        negative and larger values fail before anything is done.
     type: float
   tag:
     description:
       - With O(state=present), take a shared lock with this tag instead of an exclusive one.
+        Must not start with C(-).
     type: str
   node_addresses:
     description:
@@ -196,17 +208,41 @@ locks_after:
   type: list
   elements: dict
 broken:
-  description: The locks broken (to be broken, in check mode).
+  description: The locks broken (to be broken, in check mode), also when the module fails.
   returned: always
   type: list
   elements: dict
+failed:
+  description:
+    - The selected locks that were not broken, each with the keys of RV(locks) and its C(error)
+      (when blocklisting the lockers failed, every selected lock is here). The module fails when
+      there is any.
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+blocklist_failed:
+  description: The blocklist additions for the lockers that failed, each with its C(error).
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+locks_after_error:
+  description:
+    - Why the locks could not be read back after the changes; RV(locks_after) is then the
+      prediction. Null otherwise.
+  returned: always
+  type: str
+  sample: null
 protected:
   description: Matching locks left alone because of O(protect_addresses), each with C(protected_by).
   returned: always
   type: list
   elements: dict
 blocklisted:
-  description: The blocklist entries added for the lockers (the actions, as M(volfence.csi.ceph_blocklist) returns them).
+  description:
+    - The blocklist entries added for the lockers (the actions, as M(volfence.csi.ceph_blocklist)
+      returns them), also when the module fails.
   returned: always
   type: list
   elements: dict
@@ -242,51 +278,16 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     AddressMatcher,
     CephError,
     ceph_argument_spec,
+    check_expire,
+    check_name,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import BlocklistFailure, ensure_blocklist
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import LockBreakFailure, break_image_locks
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
     LockFilter,
     NodeMap,
     describe_locks,
     exclusive_lock_owners,
-    select_locks,
 )
-
-
-def _key(lock):
-    return (lock['id'], lock['locker'])
-
-
-def break_locks(client, spec, locks, lock_filter, protect, p, check_mode):
-    to_break, protected = select_locks(locks, lock_filter, protect)
-    result = dict(broken=[], protected=protected, blocklisted=[], changed=False)
-    if not to_break:
-        result['locks_after'] = locks
-        return result
-    if p['blocklist_locker']:
-        addresses = sorted(set(lock['address'] for lock in to_break))
-        fenced = ensure_blocklist(client, 'present', addresses=addresses, expire=p['blocklist_expire'],
-                                  check_mode=check_mode)
-        result['blocklisted'] = fenced['actions']
-        result['changed'] = fenced['changed']
-    broken = []
-    for lock in to_break:
-        if not check_mode:
-            try:
-                client.break_lock(spec, lock['locker'], lock['id'])
-            except CephError as exc:
-                if exc.rc is not None and abs(int(exc.rc)) == errno.ENOENT:
-                    continue  # released meanwhile: nothing left to break
-                exc.msg = 'breaking lock %r of %s held by %s failed (%d lock(s) broken before, blocklisted: %s): %s' % (
-                    lock['id'], lock['locker'], spec, len(broken),
-                    ', '.join(a['entry'] for a in result['blocklisted']) or 'none', exc.msg)
-                raise
-        broken.append(lock)
-    result['broken'] = broken
-    result['changed'] = result['changed'] or bool(broken)
-    gone = set(_key(lock) for lock in broken)
-    result['locks_after'] = [lock for lock in locks if _key(lock) not in gone]
-    return result
 
 
 def take_lock(client, spec, locks, p, check_mode):
@@ -354,13 +355,15 @@ def main():
         if p['state'] == 'absent' and lock_filter.empty:
             raise ValueError('state=absent needs at least one of lock_id, locker, address to select the locks '
                              'to break (lock_id: "*" selects every lock): nothing was changed')
-        if p['blocklist_expire'] is not None and p['blocklist_expire'] <= 0:
-            raise ValueError('blocklist_expire must be a positive number of seconds')
+        check_expire(p['blocklist_expire'], 'blocklist_expire')
+        for what in ('lock_id', 'locker', 'tag'):
+            check_name(p[what], what)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
     client = None
-    output = dict(changed=False, broken=[], protected=[], blocklisted=[], lock_owners=None)
+    output = dict(changed=False, broken=[], protected=[], blocklisted=[], blocklist_failed=[], failed=[],
+                  lock_owners=None, locks_after_error=None)
     try:
         client = connect(p, module.tmpdir)
         output['backend'] = client.name
@@ -374,19 +377,25 @@ def main():
                     spec, exc.msg, ' (EBUSY: the lock is an advisory lock, not the exclusive-lock feature\'s)'
                     if exc.rc is not None and abs(int(exc.rc)) == errno.EBUSY else ''))
         if p['state'] == 'absent':
-            output.update(break_locks(client, spec, locks, lock_filter, protect, p, module.check_mode))
+            output.update(break_image_locks(client, spec, locks, lock_filter, protect, p['blocklist_locker'],
+                                            p['blocklist_expire'], module.check_mode, node_map))
         elif p['state'] == 'present':
             output.update(take_lock(client, spec, locks, p, module.check_mode))
         else:
             output['locks_after'] = locks
-        if output['locks_after'] is None or (output['changed'] and not module.check_mode):
+        if output['locks_after'] is None:
             output['locks_after'] = describe_locks(client.image_locks(spec), node_map)
-    except BlocklistFailure as exc:
-        module.fail_json(msg='blocklisting the lockers failed, no lock was broken: %s' % exc.msg,
-                         blocklisted=exc.result['actions'], failed_actions=exc.result['failed_actions'],
-                         **dict((k, v) for k, v in exc.fail_kwargs().items() if k != 'msg'))
+    except LockBreakFailure as exc:
+        # I7: what was blocklisted, broken and not broken, and changed=true when anything was written
+        output.update(exc.result)
+        output.update(exc.fail_kwargs())
+        output['exclusive_lock_owners'] = exclusive_lock_owners(output['locks_after'])
+        module.fail_json(**output)
     except CephError as exc:
-        module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
+        # whatever was done before (changed, lists) stays in the report (I7)
+        output['backend'] = client.name if client else None
+        output.update(exc.fail_kwargs())
+        module.fail_json(**output)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     finally:

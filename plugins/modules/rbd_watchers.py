@@ -31,6 +31,7 @@ options:
   pool:
     description:
       - Pool of the image given by O(image).
+      - Pools, namespaces and images must not start with C(-) (here and in O(images)).
     type: str
   namespace:
     description:
@@ -202,7 +203,17 @@ watchers_total:
   type: int
   sample: 1
 missing:
-  description: Images that do not exist, each with C(spec) and C(error) (only with O(ignore_missing=true)).
+  description:
+    - Images that do not exist, each with C(spec) and C(error) (with O(ignore_missing=true), or
+      when the module fails).
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+failed:
+  description:
+    - Images that could not be read (other than missing ones), each with C(spec) and C(error).
+      The module fails when there is any, and still returns the RV(images) it could read.
   returned: always
   type: list
   elements: dict
@@ -286,16 +297,18 @@ def main():
             missing.append(dict(spec=str(spec), error=error.msg))
         else:
             errors.append((spec, error))
+    # Every image is accounted for: read (images), missing, or failed with its own error (I7).
+    failed = [dict(spec=str(spec), error=error.msg) for spec, error in errors]
     if errors:
         spec, first = errors[0]
         kwargs = first.fail_kwargs()
-        kwargs['msg'] = 'could not read %d image(s), first %s: %s' % (len(errors), spec, first.msg)
-        module.fail_json(backend=client.name, images=reports, **kwargs)
+        kwargs['msg'] = 'could not read %d of %d image(s), first %s: %s' % (len(errors), len(specs), spec, first.msg)
+        module.fail_json(backend=client.name, images=reports, missing=missing, failed=failed, **kwargs)
     if missing and not p['ignore_missing']:
         module.fail_json(msg='%d image(s) not found: %s' % (len(missing), '; '.join(m['error'] for m in missing)),
-                         missing=missing, images=reports, backend=client.name)
+                         missing=missing, failed=failed, images=reports, backend=client.name)
     module.exit_json(changed=False, images=reports, in_use=any(r['in_use'] for r in reports),
-                     watchers_total=sum(len(r['watchers']) for r in reports), missing=missing,
+                     watchers_total=sum(len(r['watchers']) for r in reports), missing=missing, failed=failed,
                      backend=client.name)
 
 

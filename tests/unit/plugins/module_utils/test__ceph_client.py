@@ -256,9 +256,10 @@ def test_cli_lock_commands():
     client.add_lock(parse_image_spec('rbd/ns/x'), 'id2', tag='t')
     client.break_lock(parse_image_spec('rbd/x'), 'client.4272', 'kubelet_lock_magic_node-b')
     tails = [c[0][c[0].index('lock'):] for c in runner.calls]
-    assert tails == [['lock', 'add', 'rbd/x', 'kubelet_lock_magic_node-a'],
-                     ['lock', 'add', 'rbd/ns/x', 'id2', '--shared', 't'],
-                     ['lock', 'rm', 'rbd/x', 'kubelet_lock_magic_node-b', 'client.4272']]
+    # I9: options first, then `--`, then every name (the rbd CLI's end of options)
+    assert tails == [['lock', 'add', '--', 'rbd/x', 'kubelet_lock_magic_node-a'],
+                     ['lock', 'add', '--shared', 't', '--', 'rbd/ns/x', 'id2'],
+                     ['lock', 'rm', '--', 'rbd/x', 'kubelet_lock_magic_node-b', 'client.4272']]
 
 
 def test_parallel_runs_are_bounded_and_keep_order():
