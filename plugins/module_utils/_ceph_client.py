@@ -458,6 +458,9 @@ class CliBackend(_Base):
     """The ceph/rbd tools with --format json, each call a process, behind an optional prefix."""
 
     name = 'cli'
+    # Seconds a CLI call gets beyond `timeout` (the tools' own timeouts fire first) before its
+    # whole process group is killed.
+    grace = 15
 
     def __init__(self, settings, tmpdir=None, runner=None):
         super(CliBackend, self).__init__(settings, tmpdir)
@@ -493,7 +496,7 @@ class CliBackend(_Base):
 
     def run(self, tool, args, what=None):
         argv = self.base(tool) + list(args)
-        rc, out, err = self.runner(argv, self.timeout + 15)
+        rc, out, err = self.runner(argv, self.timeout + self.grace)
         if rc != 0:
             summary = stderr_summary(err) or stderr_summary(out) or 'no output'
             error_class = CephCommandError

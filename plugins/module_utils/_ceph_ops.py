@@ -245,12 +245,13 @@ def break_image_locks(client, spec, locks, lock_filter, protect=None, blocklist_
     """Break the locks of `spec` that `lock_filter` selects, except those held from `protect` (an
     AddressMatcher), after blocklisting each locker's exact address when `blocklist_locker`.
 
-    Returns the rbd_lock result (broken, protected, blocklisted, failed, changed, locks_after).
+    Returns the rbd_lock result (broken, protected, blocklisted, blocklist_failed, failed_locks,
+    changed, locks_after).
     Nothing is broken when blocklisting fails. A lock that fails to break does not stop the
     others; any failure raises LockBreakFailure whose `result` says what was blocklisted, what was
     broken and what failed, with `changed` true when anything was written (I7)."""
     to_break, protected = select_locks(locks, lock_filter, protect)
-    result = dict(broken=[], protected=protected, blocklisted=[], blocklist_failed=[], failed=[], changed=False,
+    result = dict(broken=[], protected=protected, blocklisted=[], blocklist_failed=[], failed_locks=[], changed=False,
                   locks_after=locks, locks_after_error=None)
     if not to_break:
         return result
@@ -262,7 +263,7 @@ def break_image_locks(client, spec, locks, lock_filter, protect=None, blocklist_
             result['blocklisted'] = exc.result['actions']
             result['blocklist_failed'] = exc.result['failed_actions']
             result['changed'] = exc.result['changed']
-            result['failed'] = [dict(lock, error='not broken: blocklisting the lockers failed') for lock in to_break]
+            result['failed_locks'] = [dict(lock, error='not broken: blocklisting the lockers failed') for lock in to_break]
             raise LockBreakFailure('blocklisting the lockers failed, no lock was broken (%d blocklist entr%s '
                                    'added): %s' % (len(result['blocklisted']),
                                                    'y was' if len(result['blocklisted']) == 1 else 'ies were',
@@ -277,7 +278,7 @@ def break_image_locks(client, spec, locks, lock_filter, protect=None, blocklist_
             except CephError as exc:
                 if exc.rc is not None and abs(int(exc.rc)) == errno.ENOENT:
                     continue  # released meanwhile: nothing left to break
-                result['failed'].append(dict(lock, error=exc.msg))
+                result['failed_locks'].append(dict(lock, error=exc.msg))
                 errors.append(exc)
                 continue
         result['broken'].append(lock)
@@ -292,13 +293,13 @@ def break_image_locks(client, spec, locks, lock_filter, protect=None, blocklist_
             if not errors:
                 errors.append(exc)
     if errors:
-        first = result['failed'][0] if result['failed'] else None
+        first = result['failed_locks'][0] if result['failed_locks'] else None
         raise LockBreakFailure('%s%d of %d lock(s) of %s broken (%s), %d failed (%s); blocklisted: %s%s' % (
             ('breaking lock %r held by %s failed: %s; ' % (first['id'], first['locker'], first['error']))
             if first else '',
             len(result['broken']), len(to_break), spec,
             ', '.join(lock['id'] for lock in result['broken']) or 'none',
-            len(result['failed']), ', '.join(lock['id'] for lock in result['failed']) or 'none',
+            len(result['failed_locks']), ', '.join(lock['id'] for lock in result['failed_locks']) or 'none',
             ', '.join(a['entry'] for a in result['blocklisted']) or 'none',
             ('; ' + result['locks_after_error']) if result['locks_after_error'] else ''), result, errors[0])
     return result

@@ -23,7 +23,7 @@ description:
   - Without O(state), it only lists.
   - When fencing a locker or breaking a lock fails, the module fails but reports what it did:
     the lockers it blocklisted (RV(blocklisted)), the locks it broke (RV(broken)), those it could
-    not break (RV(failed)) and C(changed=true) if anything was written. A lock that fails to break
+    not break (RV(failed_locks)) and C(changed=true) if anything was written. A lock that fails to break
     does not stop the others; nothing is broken when blocklisting the lockers fails.
   - Pool, namespace, image, lock id, locker and tag must not start with C(-); lock ids and lockers
     read from the cluster are passed to the C(rbd) tool after C(--), so they are never options.
@@ -212,7 +212,7 @@ broken:
   returned: always
   type: list
   elements: dict
-failed:
+failed_locks:
   description:
     - The selected locks that were not broken, each with the keys of RV(locks) and its C(error)
       (when blocklisting the lockers failed, every selected lock is here). The module fails when
@@ -362,7 +362,7 @@ def main():
         module.fail_json(msg=str(exc))
 
     client = None
-    output = dict(changed=False, broken=[], protected=[], blocklisted=[], blocklist_failed=[], failed=[],
+    output = dict(changed=False, broken=[], protected=[], blocklisted=[], blocklist_failed=[], failed_locks=[],
                   lock_owners=None, locks_after_error=None)
     try:
         client = connect(p, module.tmpdir)

@@ -210,7 +210,7 @@ missing:
   type: list
   elements: dict
   sample: []
-failed:
+failed_images:
   description:
     - Images that could not be read (other than missing ones), each with C(spec) and C(error).
       The module fails when there is any, and still returns the RV(images) it could read.
@@ -298,18 +298,19 @@ def main():
         else:
             errors.append((spec, error))
     # Every image is accounted for: read (images), missing, or failed with its own error (I7).
-    failed = [dict(spec=str(spec), error=error.msg) for spec, error in errors]
+    failed_images = [dict(spec=str(spec), error=error.msg) for spec, error in errors]
     if errors:
         spec, first = errors[0]
         kwargs = first.fail_kwargs()
         kwargs['msg'] = 'could not read %d of %d image(s), first %s: %s' % (len(errors), len(specs), spec, first.msg)
-        module.fail_json(backend=client.name, images=reports, missing=missing, failed=failed, **kwargs)
+        module.fail_json(backend=client.name, images=reports, missing=missing, failed_images=failed_images,
+                         **kwargs)
     if missing and not p['ignore_missing']:
         module.fail_json(msg='%d image(s) not found: %s' % (len(missing), '; '.join(m['error'] for m in missing)),
-                         missing=missing, failed=failed, images=reports, backend=client.name)
+                         missing=missing, failed_images=failed_images, images=reports, backend=client.name)
     module.exit_json(changed=False, images=reports, in_use=any(r['in_use'] for r in reports),
-                     watchers_total=sum(len(r['watchers']) for r in reports), missing=missing, failed=failed,
-                     backend=client.name)
+                     watchers_total=sum(len(r['watchers']) for r in reports), missing=missing,
+                     failed_images=failed_images, backend=client.name)
 
 
 if __name__ == '__main__':

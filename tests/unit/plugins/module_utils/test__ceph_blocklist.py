@@ -20,7 +20,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist impor
     entry_info,
     entry_matches,
     hosts_of,
+    network_covers,
     parse_blocklist_docs,
+    parse_protected,
     parse_blocklist_text,
     parse_entry,
     plan_absent,
@@ -262,3 +264,79 @@ def test_plan_absent_does_not_warn_about_a_range_it_removes():
 def test_parse_time_of_entries():
     entry = parse_entry('10.0.0.1:0/0', '2026-11-21T06:15:44.263371+0000')
     assert entry.until == parse_ceph_time('2026-11-21T06:15:44.263371+0000')
+
+
+# ----------------------------------------------------------------------------- issue 11: I1 after normalisation
+
+@pytest.mark.parametrize('addresses, cidrs', [
+    (['::ffff:%s' % MON_IP], []),
+    (['[::ffff:%s]:0/0' % MON_IP], []),
+    (['v2:[::ffff:%s]:0/0' % MON_IP], []),
+    ([], ['::ffff:%s.0/120' % SUBNET]),
+    ([], ['::ffff:%s.0/127' % SUBNET]),
+    ([], ['::/1']),  # holds every IPv4-mapped address, so ::ffff:<monitor> too
+])
+def test_I1_ipv4_mapped_ipv6_does_not_pass_the_daemon_interlock(addresses, cidrs):
+    """Issue 11 item 4, I1: ::ffff:<mon>, [::ffff:<mon>]:0/0 and ::ffff:<subnet>/120 name the
+    monitor's host; the daemon interlock compares normalised addresses and refuses them."""
+    with pytest.raises(CephRefused) as info:
+        check_safety(Request(addresses, cidrs), daemons(), max_addresses=2 ** 128)
+    assert "cluster's own daemons" in info.value.msg and 'mon.a' in info.value.msg
+    assert 'nothing was changed' in info.value.msg
+
+
+def test_I1_ipv4_mapped_client_instance_of_a_daemon_is_refused_but_another_instance_is_not():
+    osd = [d for d in daemons() if d.role == 'osd'][0]
+    mapped = '[::ffff:%s]:%d/%d' % (osd.addr.ip, osd.addr.port, osd.addr.nonce)
+    with pytest.raises(CephRefused, match='osd.0'):
+        check_safety(Request([mapped]), daemons())
+    check_safety(Request(['[::ffff:%s]:0/12345' % MON_IP]), daemons())
+
+
+def test_I1_the_whole_ipv4_internet_written_as_ipv4_mapped_ipv6_is_refused_whatever_max_addresses():
+    with pytest.raises(CephRefused, match='every client.*0.0.0.0/0 written as IPv4-mapped IPv6'):
+        check_safety(Request([], ['::ffff:0.0.0.0/96']), [], max_addresses=2 ** 130)
+
+
+@pytest.mark.parametrize('protect', [
+    ['10.7.0.11'], ['::ffff:10.7.0.11'], ['10.7.0.11:0/987'], ['[::ffff:10.7.0.11]:0/5'], ['10.7.0.8/29'],
+    ['::ffff:10.7.0.8/125'], ['10.7.0.11/24'],
+])
+@pytest.mark.parametrize('addresses, cidrs', [
+    (['10.7.0.11'], []), (['::ffff:10.7.0.11'], []), (['10.7.0.11:0/3271234567'], []),
+    (['[::ffff:10.7.0.11]:0/0'], []), ([], ['10.7.0.0/24']), ([], ['::ffff:10.7.0.0/120']), ([], ['10.7.0.8/30']),
+])
+def test_I1_protect_addresses_refuses_any_request_covering_a_protected_address(protect, addresses, cidrs):
+    """I1 for ad hoc use: a Ready node's address given in protect_addresses is never fenced,
+    whichever way (IPv4, IPv4-mapped, with a nonce, inside a CIDR) either side is written."""
+    with pytest.raises(CephRefused, match='protect'):
+        check_safety(Request(addresses, cidrs), [], protected=parse_protected(protect))
+
+
+def test_protect_addresses_leaves_other_addresses_alone_and_rejects_garbage():
+    protected = parse_protected(['10.7.0.11', 'fd00::5', '10.8.0.0/24'])
+    check_safety(Request(['10.7.0.12', '[fd00::6]:0/1', '10.9.0.1'], ['10.7.0.12/31', '10.8.1.0/24']), [],
+                 protected=protected)
+    with pytest.raises(ValueError, match="'bogus' is not an IP"):
+        parse_protected(['10.7.0.11', 'bogus'])
+    assert parse_protected(None) == []
+
+
+def test_network_covers_normalises_both_sides():
+    import ipaddress
+    net = ipaddress.ip_network
+    assert network_covers(net(u'::ffff:10.1.0.0/120'), ipaddress.ip_address(u'10.1.0.9'))
+    assert network_covers(net(u'10.1.0.0/24'), ipaddress.ip_address(u'::ffff:10.1.0.9'))
+    assert network_covers(net(u'::/1'), net(u'10.1.0.0/24'))
+    assert not network_covers(net(u'fd00::/64'), ipaddress.ip_address(u'10.1.0.9'))
+    assert not network_covers(net(u'10.2.0.0/24'), net(u'10.1.0.0/24'))
+
+
+def test_entry_matches_sees_ipv4_mapped_entries_as_ipv4():
+    mapped = parse_entry('[::ffff:10.0.3.12]:0/0')
+    mapped_range = parse_entry('cidr:[::ffff:10.0.4.0]:0/120')
+    assert entry_matches(mapped, AddressMatcher(['10.0.3.12']))
+    assert entry_matches(mapped, AddressMatcher(['10.0.3.0/24']))
+    assert entry_matches(mapped_range, AddressMatcher(['10.0.4.7']))
+    assert entry_matches(parse_entry('10.0.3.12:0/5'), AddressMatcher(['[::ffff:10.0.3.12]:0/5']))
+    assert not entry_matches(mapped, AddressMatcher(['10.0.3.13']))

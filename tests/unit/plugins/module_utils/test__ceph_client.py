@@ -298,3 +298,93 @@ def test_bindings_lockers_normalised_from_real_outputs():
     assert by_kind['managed']['lock_get_owners'][0]['owner'] == managed['lockers'][0]['address']
     assert 'exclusive-lock' in json.loads(fixture('bindings_outputs.json'))['read_only_lock_get_owners_error'] or \
         'invalid argument' in json.loads(fixture('bindings_outputs.json'))['read_only_lock_get_owners_error']
+
+
+# ----------------------------------------------------------------------------- issue 11: I8 and I9
+
+def _alive(pid):
+    """Whether `pid` runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            return handle.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (IOError, OSError):
+        return False
+
+
+def _wait_gone(pid, timeout=5.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline and _alive(pid):
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+# A command_prefix stand-in for `cephadm shell --` / `kubectl exec ... --`: the direct child (sh)
+# starts the real work as a grandchild, which inherits stdout, and waits for it.
+GRANDCHILD = 'sleep 120 & echo $! > "%s"; wait'
+
+
+def test_I8_timeout_kills_the_whole_process_group_of_a_cli_call(tmp_path):
+    """Issue 11 item 8, I8: the timeout used to kill the direct child only; the sleeping
+    grandchild kept stdout open, so the call still waited for it (120 s) and it ran on."""
+    pidfile = str(tmp_path / 'grandchild.pid')
+    started = time.time()
+    rc, _out, _err = _ceph_client._run(['sh', '-c', GRANDCHILD % pidfile], 1)
+    elapsed = time.time() - started
+    grandchild = int(open(pidfile).read())
+    assert rc == -1 and elapsed < 1 + _ceph_client.KILL_GRACE + 2, elapsed
+    assert _wait_gone(grandchild), 'grandchild %d still runs' % grandchild
+
+
+def test_I8_cli_backend_with_a_command_prefix_is_bounded_and_leaves_nothing_behind(tmp_path):
+    pidfile = str(tmp_path / 'grandchild.pid')
+    client = CliBackend(CephSettings(params(timeout=1, command_prefix=['sh', '-c', GRANDCHILD % pidfile, 'sh'])))
+    client.grace = 1
+    started = time.time()
+    with pytest.raises(CephConnectionError, match='no answer within 1s'):
+        client.mon(blocklist_ls_command())
+    assert time.time() - started < 2 + _ceph_client.KILL_GRACE + 2
+    assert _wait_gone(int(open(pidfile).read()))
+
+
+def test_a_finished_cli_call_is_returned_normally():
+    assert _ceph_client._run(['sh', '-c', 'echo out; echo err >&2; exit 3'], 5) == (3, 'out\n', 'err\n')
+    assert _ceph_client._run(['/nonexistent/tool'], 5)[0] == 127
+
+
+@pytest.mark.parametrize('call', [
+    lambda: parse_image_spec('rbd/--keyring=ceph.keyring'),
+    lambda: parse_image_spec('-rbd/img'),
+    lambda: parse_image_spec('rbd/-ns/img'),
+    lambda: image_spec('rbd', '', '--keyring=ceph.keyring'),
+    lambda: image_spec('--pool', '', 'img'),
+    lambda: image_spec('rbd', '--ns', 'img'),
+    lambda: CephSettings(params(user='--keyring=/x')),
+    lambda: CephSettings(params(cluster='-x')),
+    lambda: CephSettings(params(mon_host='--mon_host=1.2.3.4')),
+])
+def test_I9_names_starting_with_a_dash_are_refused_before_any_call(call):
+    """Issue 11 item 9, I9: `--keyring=...` used to be accepted as an image name."""
+    with pytest.raises(ValueError, match='starts with "-"'):
+        call()
+
+
+def test_I9_mon_commands_never_carry_an_option_as_a_positional():
+    with pytest.raises(ValueError, match='starts with "-"'):
+        blocklist_change_command('blocklist', 'add', '--keyring=/x')
+    for bad in (float('inf'), float('nan'), -1):
+        with pytest.raises(ValueError, match='expire'):
+            blocklist_change_command('blocklist', 'add', '10.0.0.1:0/0', bad)
+
+
+def test_I9_rbd_names_from_the_cluster_go_after_the_end_of_options():
+    runner = FakeRunner({('lock', 'rm'): 'rbd_lock_ls_none', ('status',): 'rbd_status_two_watchers',
+                         ('image-meta', 'list'): 'rbd_image_meta_list'})
+    client = CliBackend(CephSettings(params()), runner=runner)
+    client.break_lock(parse_image_spec('rbd/x'), '--conf=/tmp/evil', '--keyring=/etc/passwd')
+    client.inspect_image(parse_image_spec('rbd/x'))
+    for argv, _timeout in runner.calls:
+        end = argv.index('--')
+        assert all(not a.startswith('-') for a in argv[end + 1:]) or argv[end + 1:] == [
+            'rbd/x', '--keyring=/etc/passwd', '--conf=/tmp/evil']
+        assert '--format' not in argv[end:]
+    assert runner.calls[0][0][-4:] == ['--', 'rbd/x', '--keyring=/etc/passwd', '--conf=/tmp/evil']

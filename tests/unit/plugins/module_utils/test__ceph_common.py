@@ -18,7 +18,10 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CephAddr,
     CephCommandError,
     CephParseError,
+    MAX_EXPIRE_SECONDS,
     ceph_argument_spec,
+    check_expire,
+    check_name,
     errno_name,
     is_unknown_command,
     iso_utc,
@@ -215,3 +218,38 @@ def test_argument_spec_is_copied_and_keeps_secrets_out_of_logs():
     assert spec['keyring']['no_log'] is False
     assert spec['backend']['choices'] == ['auto', 'rados', 'cli']
     assert 'state' in spec and 'state' not in CEPH_ARGUMENT_SPEC
+
+
+# ----------------------------------------------------------------------------- issue 11
+
+def test_I1_address_matcher_compares_ipv4_mapped_ipv6_as_ipv4():
+    """rbd_lock's protect_addresses and rbd_watchers' exclude_addresses use this matcher: a lock
+    held from [::ffff:10.0.3.11]:0/123 is held from the protected 10.0.3.11."""
+    matcher = AddressMatcher(['10.0.3.11', '10.0.4.0/24', '[::ffff:10.0.5.1]:0/7', '::ffff:10.0.6.0/120'])
+    assert matcher.match(parse_addr('[::ffff:10.0.3.11]:0/123')) == '10.0.3.11'
+    assert matcher.match(parse_addr('::ffff:10.0.4.9')) == '10.0.4.0/24'
+    assert matcher.match(parse_addr('10.0.5.1:0/7')) == '[::ffff:10.0.5.1]:0/7'
+    assert matcher.match(parse_addr('10.0.5.1:0/8')) is None
+    assert matcher.match(parse_addr('10.0.6.200:0/1')) == '::ffff:10.0.6.0/120'
+    assert matcher.match(parse_addr('10.0.7.1')) is None
+
+
+@pytest.mark.parametrize('value', [float('inf'), float('-inf'), float('nan'), 'inf', 'nan', -5, 0,
+                                   MAX_EXPIRE_SECONDS + 1, 1e12, True, 'soon'])
+def test_I9_expire_must_be_a_finite_sane_number(value):
+    """Issue 11 item 9, I9: inf and nan used to end in a traceback (int(inf)), 1e12 in a silent 2106."""
+    with pytest.raises(ValueError, match='expire'):
+        check_expire(value)
+
+
+def test_I9_expire_accepts_sane_numbers():
+    assert check_expire(None) is None
+    assert check_expire(1.5) == 1.5 and check_expire('604800') == 604800.0
+    assert check_expire(MAX_EXPIRE_SECONDS) == MAX_EXPIRE_SECONDS
+
+
+def test_I9_names_starting_with_a_dash_are_refused():
+    assert check_name('kubelet_lock_magic_node-a', 'lock_id') == 'kubelet_lock_magic_node-a'
+    assert check_name(None, 'tag') is None and check_name('', 'namespace') == ''
+    with pytest.raises(ValueError, match='lock_id .--keyring=/x. starts with "-"'):
+        check_name('--keyring=/x', 'lock_id')

@@ -13,13 +13,17 @@ import os
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    AddressMatcher,
     CephCommandError,
+    CephConnectionError,
     CephError,
     CephRefused,
     parse_addr,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
     BlocklistFailure,
+    LockBreakFailure,
+    break_image_locks,
     ensure_blocklist,
     read_blocklist,
     read_daemon_addresses,
@@ -186,6 +190,7 @@ def test_partial_failure_reports_what_was_done():
         ensure_blocklist(cluster, 'present', cidrs=['10.99.4.0/29'], cidr_mode='addresses')
     err = info.value
     assert '1 of 6 blocklist changes failed' in err.msg and err.stderr == 'EPERM'
+    assert err.result['changed'] is True  # I7
     assert [a['target'] for a in err.result['failed_actions']] == ['10.99.4.2:0/0']
     assert len(err.result['actions']) == 5 and len(err.result['after']) == 5
 
@@ -206,3 +211,139 @@ def test_read_blocklist_raises_other_errors():
             raise CephCommandError('EACCES', cmd=command.json, rc=-13, stderr='access denied')
     with pytest.raises(CephCommandError, match='EACCES'):
         read_blocklist(Broken())
+
+
+# ----------------------------------------------------------------------------- issue 11: I7 and I1
+
+class DyingMonitor(FakeCluster):
+    """A monitor that answers `alive` blocklist changes, then stops answering: every later
+    command (changes, the read-back) times out, as a monitor that dies mid-run does."""
+
+    def __init__(self, alive, **kw):
+        super(DyingMonitor, self).__init__(**kw)
+        self.alive = alive
+
+    def mon(self, command):
+        if command.json['prefix'] in ('osd blocklist', 'osd blacklist'):
+            if self.alive <= 0:
+                raise CephConnectionError('no answer within 3s (timeout)', cmd=command.json, rc=-110)
+            self.alive -= 1
+        elif self.alive <= 0:
+            raise CephConnectionError('no answer within 3s (timeout)', cmd=command.json, rc=-110)
+        return super(DyingMonitor, self).mon(command)
+
+
+def test_I7_a_monitor_dying_mid_run_keeps_the_done_and_failed_lists():
+    """Issue 11 item 7, I7: the read-back error used to replace what was done and failed."""
+    cluster = DyingMonitor(alive=5)
+    with pytest.raises(BlocklistFailure) as info:
+        ensure_blocklist(cluster, 'present', cidrs=['10.99.6.0/29'], cidr_mode='addresses', workers=1)
+    result = info.value.result
+    assert result['changed'] is True
+    assert len(result['actions']) == 5 and len(result['failed_actions']) == 1
+    assert 'timeout' in result['failed_actions'][0]['error']
+    assert 'could not read the blocklist back' in result['blocklist_error']
+    assert sorted(result['after']) == sorted(cluster.entries)  # the prediction is what was really done
+    assert '5 blocklist change(s) made, 1 failed' in info.value.msg and 'read the blocklist back' in info.value.msg
+
+
+def test_I7_a_range_add_that_times_out_keeps_the_ranges_already_added():
+    cluster = DyingMonitor(alive=1)
+    with pytest.raises(BlocklistFailure) as info:
+        ensure_blocklist(cluster, 'present', cidrs=['10.99.7.0/28', '10.99.8.0/28'])
+    result = info.value.result
+    assert result['changed'] is True and [a['target'] for a in result['actions']] == ['10.99.7.0/28']
+    assert [a['target'] for a in result['failed_actions']] == ['10.99.8.0/28']
+
+
+def test_I7_a_monitor_dead_before_any_change_is_a_plain_error_with_nothing_written():
+    cluster = DyingMonitor(alive=0)
+    cluster.alive = 10 ** 9  # reads work ...
+    result_before = ensure_blocklist(cluster, 'present', addresses=['10.99.9.1'], check_mode=True)
+    assert result_before['changed']
+    cluster.alive = 0  # ... until the monitor stops answering: no change can be made
+    with pytest.raises(CephError):
+        ensure_blocklist(cluster, 'present', addresses=['10.99.9.1'])
+    assert cluster.entries == {}
+
+
+def test_I1_ensure_blocklist_refuses_protected_and_ipv4_mapped_monitor_addresses():
+    cluster = FakeCluster()
+    with pytest.raises(CephRefused, match='protect_addresses: %s' % NODES['node-a']):
+        ensure_blocklist(cluster, 'present', addresses=['::ffff:%s' % NODES['node-a']], protect=[NODES['node-a']])
+    with pytest.raises(CephRefused, match='mon.a'):
+        ensure_blocklist(cluster, 'present', addresses=['[::ffff:%s]:0/0' % MON_IP])
+    with pytest.raises(CephRefused, match='mon.a'):
+        ensure_blocklist(cluster, 'present', cidrs=['::ffff:%s.0/120' % SUBNET])
+    with pytest.raises(ValueError, match='nothing was changed'):
+        ensure_blocklist(cluster, 'present', addresses=['10.99.9.9'], protect=['node-a'])
+    assert cluster.changes() == []
+    # protect does not apply to removals
+    ensure_blocklist(FakeCluster(entries=['%s:0/0' % NODES['node-a']]), 'absent', addresses=[NODES['node-a']],
+                     protect=[NODES['node-a']])
+
+
+class LockCluster(FakeCluster):
+    """FakeCluster with advisory locks; `fail_break` lock ids fail to break."""
+
+    def __init__(self, lockers, fail_break=(), **kw):
+        super(LockCluster, self).__init__(**kw)
+        self.lockers = list(lockers)
+        self.fail_break = set(fail_break)
+
+    def image_locks(self, spec):
+        return dict(exclusive=False, tag='t', lockers=[dict(x) for x in self.lockers])
+
+    def break_lock(self, spec, locker, lock_id):
+        if lock_id in self.fail_break:
+            raise CephCommandError('rbd lock rm failed: EIO', cmd=['rbd', 'lock', 'rm'], rc=5, stderr='EIO')
+        self.lockers = [x for x in self.lockers if (x['locker'], x['id']) != (locker, lock_id)]
+
+
+def _locks(cluster):
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import describe_locks
+    return describe_locks(cluster.image_locks('rbd/img'))
+
+
+def _lockers():
+    return [dict(locker='client.41', id='kubelet_lock_magic_b1', address=NODES['node-b'] + ':0/41'),
+            dict(locker='client.42', id='kubelet_lock_magic_b2', address=NODES['node-b'] + ':0/42')]
+
+
+def test_I7_lock_break_failing_after_fencing_and_breaking_some_says_which():
+    """Issue 11 item 7, I7: rbd_lock used to fail after blocklisting and breaking some locks
+    without saying which, and without changed."""
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import LockFilter
+    cluster = LockCluster(_lockers(), fail_break=['kubelet_lock_magic_b2'])
+    with pytest.raises(LockBreakFailure) as info:
+        break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('kubelet_lock_magic_*'), AddressMatcher([]),
+                          expire=600)
+    result = info.value.result
+    assert result['changed'] is True
+    assert sorted(a['entry'] for a in result['blocklisted']) == [NODES['node-b'] + ':0/41', NODES['node-b'] + ':0/42']
+    assert [lk['id'] for lk in result['broken']] == ['kubelet_lock_magic_b1']
+    assert [(lk['id'], 'EIO' in lk['error']) for lk in result['failed_locks']] == [('kubelet_lock_magic_b2', True)]
+    assert [lk['id'] for lk in result['locks_after']] == ['kubelet_lock_magic_b2']  # read back
+    assert 'kubelet_lock_magic_b1' in info.value.msg and 'kubelet_lock_magic_b2' in info.value.msg
+
+
+def test_I7_lock_break_when_fencing_fails_halfway_breaks_nothing_and_reports_the_fences():
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import LockFilter
+    cluster = LockCluster(_lockers(), fail=[NODES['node-b'] + ':0/42'])
+    with pytest.raises(LockBreakFailure) as info:
+        break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), AddressMatcher([]))
+    result = info.value.result
+    assert result['changed'] is True and result['broken'] == []
+    assert [a['entry'] for a in result['blocklisted']] == [NODES['node-b'] + ':0/41']
+    assert [a['entry'] for a in result['blocklist_failed']] == [NODES['node-b'] + ':0/42']
+    assert len(result['failed_locks']) == 2 and len(cluster.lockers) == 2
+    assert 'no lock was broken' in info.value.msg
+
+
+def test_I1_a_lock_held_from_an_ipv4_mapped_protected_address_is_neither_fenced_nor_broken():
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import LockFilter
+    cluster = LockCluster([dict(locker='client.7', id='kubelet_lock_magic_a', address='[::ffff:%s]:0/7'
+                                % NODES['node-a'])])
+    result = break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), AddressMatcher([NODES['node-a']]))
+    assert not result['changed'] and result['broken'] == [] and len(result['protected']) == 1
+    assert cluster.changes() == [] and len(cluster.lockers) == 1

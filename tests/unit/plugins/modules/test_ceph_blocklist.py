@@ -95,3 +95,57 @@ def test_info_lists_entries_with_expiry_and_filters(monkeypatch, capsys):
     assert all(e['expires'].endswith('Z') and isinstance(e['expires_in'], int) for e in out['entries'])
     out, _ignored = run(ceph_blocklist_info, dict(match=['10.0.4.9']), monkeypatch, capsys, cluster)
     assert [e['cidr'] for e in out['entries']] == ['10.0.4.0/24'] and out['total'] == 3
+
+
+# ----------------------------------------------------------------------------- issue 11
+
+def test_I7_failing_after_5_of_6_adds_reports_changed_and_both_lists(monkeypatch, capsys):
+    """Issue 11 item 7, I7: the module used to fail without `changed` after writing 5 entries."""
+    cluster = FakeCluster(fail=['10.99.4.2:0/0'])
+    out, _ignored = run(ceph_blocklist, dict(cidrs=['10.99.4.0/29'], cidr_mode='addresses'), monkeypatch, capsys,
+                        cluster)
+    assert out['failed'] and out['changed'] is True
+    assert len(out['actions']) == 5 and [a['target'] for a in out['failed_actions']] == ['10.99.4.2:0/0']
+    assert out['failed_actions'][0]['error'] == 'refused' and len(out['blocklist']) == 5
+    assert sorted(out['blocklist']) == sorted(cluster.entries)
+
+
+def test_I7_a_monitor_dying_mid_run_keeps_the_lists_and_adds_the_error(monkeypatch, capsys):
+    from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import DyingMonitor
+    cluster = DyingMonitor(alive=2)
+    out, _ignored = run(ceph_blocklist, dict(addresses=['10.99.5.1', '10.99.5.2', '10.99.5.3'], parallel=1),
+                        monkeypatch, capsys, cluster)
+    assert out['failed'] and out['changed'] is True
+    assert [a['target'] for a in out['actions']] == ['10.99.5.1:0/0', '10.99.5.2:0/0']
+    assert [a['target'] for a in out['failed_actions']] == ['10.99.5.3:0/0']
+    assert 'could not read the blocklist back' in out['blocklist_error'] and out['blocklist_error'] in out['msg']
+    assert sorted(out['blocklist']) == ['10.99.5.1:0/0', '10.99.5.2:0/0']
+
+
+@pytest.mark.parametrize('args', [
+    dict(addresses=['::ffff:%s' % MON_IP]),
+    dict(addresses=['[::ffff:%s]:0/0' % MON_IP]),
+    dict(cidrs=['::ffff:%s.0/120' % MON_IP.rsplit('.', 1)[0]]),
+    dict(addresses=['::ffff:%s' % NODES['node-a']], protect_addresses=[NODES['node-a']]),
+    dict(cidrs=['%s.0/24' % NODES['node-a'].rsplit('.', 1)[0]], protect_addresses=['::ffff:%s' % NODES['node-a']]),
+])
+def test_I1_ipv4_mapped_and_protected_addresses_are_refused(monkeypatch, capsys, args):
+    """Issue 11 item 4, I1: IPv4-mapped IPv6 passed the daemon interlock; protect_addresses is
+    the Ready-node interlock for ad hoc use."""
+    cluster = FakeCluster()
+    out, _ignored = run(ceph_blocklist, args, monkeypatch, capsys, cluster)
+    assert out['failed'] and 'refused, nothing was changed' in out['msg'] and not out.get('changed')
+    assert cluster.changes() == []
+
+
+def test_protect_addresses_with_garbage_fails_without_connecting(monkeypatch, capsys):
+    out, calls = run(ceph_blocklist, dict(addresses=['10.0.0.1'], protect_addresses=['node-a']), monkeypatch,
+                     capsys, FakeCluster())
+    assert out['failed'] and "'node-a' is not an IP" in out['msg'] and calls == []
+
+
+@pytest.mark.parametrize('expire', ['inf', 'nan', '-inf', -1, 1e12])
+def test_I9_expire_inf_nan_negative_and_absurd_are_clear_errors(monkeypatch, capsys, expire):
+    """Issue 11 item 9, I9: expire: inf used to end in a traceback (OverflowError)."""
+    out, calls = run(ceph_blocklist, dict(addresses=['10.0.0.1'], expire=expire), monkeypatch, capsys, FakeCluster())
+    assert out['failed'] and 'expire' in out['msg'] and 'Traceback' not in json.dumps(out) and calls == []

@@ -174,3 +174,91 @@ def test_lock_list_reports_exclusive_lock_owner(monkeypatch, capsys):
                  lockers=[dict(locker=c, id=i, address=a) for c, i, a in data['lockers']])
     out = run(rbd_lock, dict(pool='rbd', image='img'), monkeypatch, capsys, FakeRbd(locks={'rbd/img': locks}))
     assert not out['changed'] and out['exclusive_lock_owners'][0]['address'] == data['lockers'][0][2]
+
+
+# ----------------------------------------------------------------------------- issue 11
+
+def two_shared_locks():
+    return dict(exclusive=False, tag='t', lockers=[
+        dict(locker='client.41', id='kubelet_lock_magic_b1', address=NODES['node-b'] + ':0/41'),
+        dict(locker='client.42', id='kubelet_lock_magic_b2', address=NODES['node-b'] + ':0/42')])
+
+
+class FailingBreak(FakeRbd):
+    def break_lock(self, spec, locker, lock_id):
+        if lock_id == 'kubelet_lock_magic_b2':
+            raise CephCommandError('rbd lock rm failed (rc=5 EIO): EIO', cmd=['rbd', 'lock', 'rm'], rc=5, stderr='EIO')
+        super(FailingBreak, self).break_lock(spec, locker, lock_id)
+
+
+def test_I7_rbd_lock_failing_after_fencing_and_breaking_some_says_which(monkeypatch, capsys):
+    """Issue 11 item 7, I7: rbd_lock used to fail without changed and without saying which locks
+    were broken and which lockers blocklisted."""
+    client = FailingBreak(locks={'rbd/img': two_shared_locks()})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='kubelet_lock_magic_*'), monkeypatch,
+              capsys, client)
+    assert out['failed'] and out['changed'] is True
+    assert sorted(a['entry'] for a in out['blocklisted']) == [NODES['node-b'] + ':0/41', NODES['node-b'] + ':0/42']
+    assert [lk['id'] for lk in out['broken']] == ['kubelet_lock_magic_b1']
+    assert [lk['id'] for lk in out['failed_locks']] == ['kubelet_lock_magic_b2'] and 'EIO' in out['failed_locks'][0]['error']
+    assert [lk['id'] for lk in out['locks_after']] == ['kubelet_lock_magic_b2']
+    assert client.broken == [('rbd/img', 'client.41', 'kubelet_lock_magic_b1')]
+
+
+def test_I7_rbd_lock_fencing_failing_halfway_reports_the_fence_made(monkeypatch, capsys):
+    client = FakeRbd(locks={'rbd/img': two_shared_locks()}, fail=[NODES['node-b'] + ':0/42'])
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='*'), monkeypatch, capsys, client)
+    assert out['failed'] and out['changed'] is True and 'no lock was broken' in out['msg']
+    assert [a['entry'] for a in out['blocklisted']] == [NODES['node-b'] + ':0/41']
+    assert [a['entry'] for a in out['blocklist_failed']] == [NODES['node-b'] + ':0/42']
+    assert out['broken'] == [] and client.broken == []
+
+
+@pytest.mark.parametrize('module, args', [
+    (rbd_lock, dict(pool='rbd', image='--keyring=ceph.keyring')),
+    (rbd_lock, dict(pool='-rbd', image='img')),
+    (rbd_lock, dict(pool='rbd', namespace='--ns', image='img')),
+    (rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='--keyring=x')),
+    (rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='id', tag='--shared')),
+    (rbd_lock, dict(pool='rbd', image='img', state='absent', locker='-client.4')),
+    (rbd_watchers, dict(pool='rbd', image='--keyring=ceph.keyring')),
+    (rbd_watchers, dict(images=['rbd/--keyring=ceph.keyring'])),
+    (rbd_watchers, dict(images=['rbd/--ns/img'])),
+])
+def test_I9_names_starting_with_a_dash_are_refused(monkeypatch, capsys, module, args):
+    """Issue 11 item 9, I9: `--keyring=...` used to be accepted as an image name."""
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    out = run(module, args, monkeypatch, capsys, client)
+    assert out['failed'] and 'starts with "-"' in out['msg'] and 'nothing was changed' in out['msg']
+    assert client.calls == [] and client.broken == [] and client.added == []
+
+
+@pytest.mark.parametrize('expire', ['inf', 'nan', -3, 1e12])
+def test_I9_blocklist_expire_inf_nan_negative_and_absurd_are_clear_errors(monkeypatch, capsys, expire):
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='*', blocklist_expire=expire),
+              monkeypatch, capsys, client)
+    assert out['failed'] and 'blocklist_expire' in out['msg'] and client.calls == [] and client.broken == []
+
+
+def test_I1_rbd_lock_protects_a_holder_written_as_ipv4_mapped_ipv6(monkeypatch, capsys):
+    locks = dict(exclusive=True, tag='', lockers=[dict(locker='client.7', id='kubelet_lock_magic_node-a',
+                                                       address='[::ffff:%s]:0/7' % NODES['node-a'])])
+    client = FakeRbd(locks={'rbd/img': locks})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='*',
+                             protect_addresses=[NODES['node-a']]), monkeypatch, capsys, client)
+    assert not out['changed'] and out['broken'] == [] and len(out['protected']) == 1
+    assert client.broken == [] and client.entries == {}
+
+
+def test_I7_rbd_watchers_accounts_for_every_image(monkeypatch, capsys):
+    class OneFails(FakeRbd):
+        def inspect_images(self, specs, metadata=True, workers=16):
+            out = super(OneFails, self).inspect_images(specs, metadata, workers)
+            return [(s, None, CephCommandError('timed out', rc=110)) if str(s) == 'rbd/b' else (s, r, e)
+                    for s, r, e in out]
+    client = OneFails(images={'rbd/a': two_watchers(), 'rbd/b': two_watchers()})
+    out = run(rbd_watchers, dict(images=['rbd/a', 'rbd/b', 'rbd/nope']), monkeypatch, capsys, client)
+    assert out['failed'] and '1 of 3 image(s)' in out['msg']
+    assert [i['spec'] for i in out['images']] == ['rbd/a']
+    assert [m['spec'] for m in out['missing']] == ['rbd/nope'] and [f['spec'] for f in out['failed_images']] == ['rbd/b']
