@@ -9,7 +9,6 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose, pv_rbd_image as _pv_rbd_image, table
-from ansible_collections.volfence.csi.plugins.module_utils._failover import fence_plan, remaining
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
     node_addresses as _node_addresses,
     node_summary as _node_summary,
@@ -56,8 +55,6 @@ class FilterModule(object):
             "diagnosis_table": diagnosis_table,
             "node_addresses": node_addresses,
             "pv_rbd_image": pv_rbd_image,
-            "failover_fence_plan": fence_plan,
             "node_summary": node_summary,
             "host_cidrs": host_cidrs,
-            "failover_remaining_watchers": remaining,
         }

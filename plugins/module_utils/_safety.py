@@ -17,10 +17,12 @@ __metaclass__ = type
 import ipaddress
 import re
 
+from ansible_collections.volfence.csi.plugins.module_utils._diagnose import pv_rbd_image
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
     age_seconds,
     node_ready,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import pod_claims
 
 # --------------------------------------------------------------------------- addresses (I1, I2)
 
@@ -284,11 +286,19 @@ MARKER_ANNOTATION = 'volfence.csi/failover'
 
 
 def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
-    """The annotation value (JSON text) node_failover leaves on the failed node."""
+    """The annotation value (JSON text) node_failover leaves on the failed node. A marker of the
+    same boot is extended, not replaced (a re-run after a partial failover keeps what the first run
+    fenced), and keeps its time, so a re-run with nothing new writes nothing."""
     import json
     boot_id = (((node or {}).get('status') or {}).get('nodeInfo') or {}).get('bootID') or None
-    return json.dumps(dict(boot_id=boot_id, fenced_at=fenced_at, blocklist=sorted(set(blocklisted or [])),
-                           networkfences=sorted(set(networkfences or []))), sort_keys=True)
+    blocklist, fences = set(blocklisted or []), set(networkfences or [])
+    previous = read_marker(node)
+    if previous and previous.get('boot_id') == boot_id:
+        blocklist |= set(previous.get('blocklist') or [])
+        fences |= set(previous.get('networkfences') or [])
+        fenced_at = previous.get('fenced_at') or fenced_at
+    return json.dumps(dict(boot_id=boot_id, fenced_at=fenced_at, blocklist=sorted(blocklist),
+                           networkfences=sorted(fences)), sort_keys=True)
 
 
 def read_marker(node=None, report=None):
@@ -497,6 +507,10 @@ def _lock_refusal(view, lock, pod_node, lease_grace):
     candidates = sorted(set(owners) | (set([named]) if named else set()))
     if pod_node in candidates:
         return 'held by the stuck pod\'s own node %s' % pod_node, None
+    image = lock.get('image')
+    using = [n for n in candidates if view.ready(n) and image_in_use(view, n, image, lock.get('unique_names'))]
+    if using:
+        return 'held by Ready node %s, which lists %s among its volumes in use' % (', '.join(using), image), None
     if len(owners) > 1:
         return None, ('held from %s, an address nodes %s share: the holder cannot be tied to one node'
                       % (lock.get('address'), ', '.join(owners)))
@@ -508,9 +522,6 @@ def _lock_refusal(view, lock, pod_node, lease_grace):
         return None, 'held from %s, which is no node\'s address: the holder cannot be tied to a node' % lock.get('address')
     if holder not in view.nodes:
         return None, 'named for node %s, which does not exist: its client cannot be proven gone' % holder
-    image = lock.get('image')
-    if view.ready(holder) and image_in_use(view, holder, image, lock.get('unique_names')):
-        return 'held by Ready node %s, which lists %s among its volumes in use' % (holder, image), None
     alive = view.alive_reason(holder, lease_grace)
     if alive:
         return None, alive
@@ -518,6 +529,10 @@ def _lock_refusal(view, lock, pod_node, lease_grace):
 
 
 # --------------------------------------------------------------------------- I6: what a failover releases
+
+# Pod volumes that are not claims and may hold a node-attached volume: their fence cannot be proven.
+INLINE_VOLUME_KINDS = ('csi', 'rbd', 'cephfs', 'iscsi', 'nfs', 'fc', 'flexVolume', 'glusterfs', 'cinder',
+                       'awsElasticBlockStore', 'gcePersistentDisk', 'azureDisk', 'vsphereVolume')
 
 def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=None, missing=None, fence=None,
                  watchers_after=None, fenced_cidrs=None, networkfence_ok=False, out_of_service_taint=False):
@@ -553,10 +568,9 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
         if not meta.get('deletionTimestamp'):
             continue
         ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
-        claims = ['%s/%s' % (meta.get('namespace'), (v.get('persistentVolumeClaim') or {}).get('claimName'))
-                  for v in (pod.get('spec') or {}).get('volumes') or [] if v.get('persistentVolumeClaim')]
+        claims = ['%s/%s' % (meta.get('namespace'), c) for c in pod_claims(pod)]
         inline = [v.get('name') for v in (pod.get('spec') or {}).get('volumes') or []
-                  if any(k in v for k in ('csi', 'rbd', 'cephfs', 'iscsi', 'nfs', 'ephemeral'))]
+                  if any(k in v for k in INLINE_VOLUME_KINDS)]
         bad = [c for c in claims if c in unsafe_claims or c not in safe_claims]
         if inline:
             kept_pods.append(dict(pod=ref, reason='inline volume(s) %s cannot be proven fenced' % ', '.join(inline),
@@ -568,8 +582,13 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
                                how='all its claims are made safe' if claims else 'it uses no persistent volume'))
     remove = sorted(set(a for v in verdicts if v['safe'] for a in v.get('attachments') or []))
     kept_vas = sorted(set(a for v in verdicts if not v['safe'] for a in v.get('attachments') or []))
+    # The claims whose replacement pod the playbook waits for: those of controller-owned pods of the
+    # node whose volumes were released.
+    owned = set('%s/%s' % ((p.get('metadata') or {}).get('namespace'), c) for p in pods or []
+                if (p.get('metadata') or {}).get('ownerReferences') for c in pod_claims(p))
+    wait_claims = sorted(c for c in owned if c in safe_claims and c not in unsafe_claims)
     return dict(volumes=verdicts, delete_pods=delete, kept_pods=kept_pods, remove_attachments=remove,
-                kept_attachments=kept_vas)
+                kept_attachments=kept_vas, wait_claims=wait_claims)
 
 
 def _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets, networkfence_ok,
@@ -637,7 +656,6 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
     """Every volume the failed node has: the PVs of its VolumeAttachments and of its pods' claims,
     whatever the driver. attachments: VolumeAttachment objects or volumeattachment_info results.
     Returns [{pv, driver, kind, image, attachments, claims}], pv None when the PV was not found."""
-    from ansible_collections.volfence.csi.plugins.module_utils._diagnose import pv_rbd_image
     by_pv = dict((_name(pv), pv) for pv in pvs or [] if _name(pv))
     by_claim = dict(('%s/%s' % ((c.get('metadata') or {}).get('namespace'), _name(c)), c) for c in pvcs or [])
     volumes = {}
@@ -668,10 +686,7 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
         meta = pod.get('metadata') or {}
         if (pod.get('spec') or {}).get('nodeName') != failed_node:
             continue
-        for vol in (pod.get('spec') or {}).get('volumes') or []:
-            claim = (vol.get('persistentVolumeClaim') or {}).get('claimName')
-            if not claim:
-                continue
+        for claim in pod_claims(pod):
             ref = '%s/%s' % (meta.get('namespace'), claim)
             pv_name = ((by_claim.get(ref) or {}).get('spec') or {}).get('volumeName')
             entry = volume(pv_name) if pv_name else volumes.setdefault('claim:' + ref, dict(

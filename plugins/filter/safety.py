@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The safety decision layer (module_utils/_safety.py, docs/safety.md) as filters, so that the
+playbooks decide nothing in Jinja: every destructive step takes its list from one of these."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.volfence.csi.plugins.module_utils import _safety
+
+
+def _list(value, what):
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AnsibleFilterError('%s must be a list, got %s' % (what, type(value).__name__))
+    return value
+
+
+def failover_preflight(nodes, failed_node, leases=None, lease_grace=120, force=False):
+    return _safety.failover_preflight(failed_node, _list(nodes, 'nodes'), _list(leases, 'leases'),
+                                      int(lease_grace), bool(force))
+
+
+def failover_volumes(pods, failed_node, pvcs=None, pvs=None, attachments=None):
+    return _safety.failover_volumes(failed_node, _list(pods, 'pods'), _list(pvcs, 'pvcs'), _list(pvs, 'pvs'),
+                                    _list(attachments, 'attachments'))
+
+
+def failover_fence_plan(images, failed_node, nodes, leases=None, lease_grace=120, fence_unknown=False, force=False,
+                        daemon_addresses=None):
+    return _safety.fence_plan(_list(images, 'images'), failed_node, _list(nodes, 'nodes'), _list(leases, 'leases'),
+                              int(lease_grace), _list(daemon_addresses, 'daemon_addresses'), bool(fence_unknown),
+                              bool(force))
+
+
+def failover_fence_cidrs(nodes, failed_node, leases=None, lease_grace=120, force=False):
+    return _safety.fence_cidrs(failed_node, _list(nodes, 'nodes'), _list(leases, 'leases'), int(lease_grace),
+                               bool(force))
+
+
+def failover_release_plan(volumes, failed_node, pods=None, fence_method='blocklist', images=None, missing=None,
+                          fence=None, watchers_after=None, fenced_cidrs=None, networkfence_results=None,
+                          out_of_service_taint=False):
+    # The NetworkFence is in place when a networkfence task ran (check mode: would run) and none failed.
+    ran = [r for r in _list(networkfence_results, 'networkfence_results') if isinstance(r, dict) and not r.get('skipped')]
+    networkfence_ok = bool(ran) and not any(r.get('failed') for r in ran)
+    return _safety.release_plan(failed_node, _list(volumes, 'volumes'), _list(pods, 'pods'), fence_method,
+                                _list(images, 'images'), _list(missing, 'missing'), fence or {},
+                                None if watchers_after is None else _list(watchers_after, 'watchers_after'),
+                                _list(fenced_cidrs, 'fenced_cidrs'), bool(networkfence_ok),
+                                bool(out_of_service_taint))
+
+
+def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
+    return _safety.failover_marker(node, _list(blocklisted, 'blocklisted'), _list(networkfences, 'networkfences'),
+                                   fenced_at)
+
+
+def failover_record(node, report=None):
+    return _safety.read_marker(node, report)
+
+
+def recovery_plan(nodes, node, entries=None, fences=None, marker=None, leases=None, lease_fresh=60, force=False):
+    return _safety.recovery_plan(node, _list(nodes, 'nodes'), _list(entries, 'entries'), _list(fences, 'fences'),
+                                 marker, _list(leases, 'leases'), int(lease_fresh), bool(force))
+
+
+def lock_break_plan(locks, pod_node, nodes, leases=None, lease_grace=120, force=False):
+    return _safety.lock_plan(_list(locks, 'locks'), pod_node, _list(nodes, 'nodes'), _list(leases, 'leases'),
+                             int(lease_grace), bool(force))
+
+
+def pod_claims(pod):
+    """namespace/claim of each claim a pod uses (persistentVolumeClaim and generic ephemeral)."""
+    namespace = ((pod or {}).get('metadata') or {}).get('namespace')
+    return ['%s/%s' % (namespace, claim) for claim in _safety.pod_claims(pod)]
+
+
+def failover_remaining_watchers(images, fenced):
+    return _safety.remaining(images, fenced)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'failover_preflight': failover_preflight,
+            'failover_volumes': failover_volumes,
+            'failover_fence_plan': failover_fence_plan,
+            'failover_fence_cidrs': failover_fence_cidrs,
+            'failover_release_plan': failover_release_plan,
+            'failover_marker': failover_marker,
+            'failover_record': failover_record,
+            'recovery_plan': recovery_plan,
+            'lock_break_plan': lock_break_plan,
+            'failover_remaining_watchers': failover_remaining_watchers,
+            'pod_claims': pod_claims,
+        }
