@@ -23,6 +23,14 @@ Names (Kubernetes pkg/volume/csi/csi_attacher.go):
 The external-attacher's finalizer is ``external-attacher/`` + the driver name with every
 character outside ``[a-zA-Z0-9-]`` replaced by ``-`` (and an ``X`` appended if that ends with
 ``-``): kubernetes-csi/external-attacher pkg/connection/util.go SanitizeDriverName.
+
+``Node.status.volumesInUse`` (I5): kubelet lists there, until it has unmounted them, the volumes it
+mounts, by their unique volume name ``GetUniqueVolumeName(pluginName, plugin.GetVolumeName(spec))``
+= ``<plugin name>/<volume name>`` (pkg/volume/util/volumehelper): for CSI
+``kubernetes.io/csi/<driver>^<volumeHandle>`` (csiPlugin.GetVolumeName, ``volNameSep = "^"``; a
+migrated in-tree volume appears under its CSI driver with its translated handle), for in-tree rbd
+``kubernetes.io/rbd/<pool>:<image>`` (rbdPlugin.GetVolumeName; old releases put the monitor list in
+place of the pool). An attachment whose volume its Ready node lists there is never deleted (I5).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -51,6 +59,10 @@ NOT_IN_USE = 'not_in_use'
 UNEXPECTED_NAME = 'unexpected_name'
 PV_MISSING = 'pv_missing'
 STALE_REASONS = (NODE_MISSING, NODE_NOT_READY, NODE_OUT_OF_SERVICE, NOT_IN_USE, UNEXPECTED_NAME, PV_MISSING)
+
+
+CSI_PLUGIN_NAME = 'kubernetes.io/csi'
+RBD_PLUGIN_NAME = 'kubernetes.io/rbd'
 
 
 def attachment_name(volume_handle, driver, node):
@@ -103,6 +115,53 @@ def va_source(va, pv):
     if csi and csi.get('volumeHandle'):
         return csi.get('driver') or spec.get('attacher'), csi['volumeHandle']
     return spec.get('attacher'), None
+
+
+def _rbd_source(va, pv):
+    """(pool, image) of an in-tree rbd PersistentVolume (or inline spec), else None."""
+    rbd = ((pv or {}).get('spec') or {}).get('rbd')
+    if rbd is None:
+        rbd = (((va.get('spec') or {}).get('source') or {}).get('inlineVolumeSpec') or {}).get('rbd')
+    if rbd and rbd.get('image'):
+        return rbd.get('pool') or 'rbd', rbd['image']
+    return None
+
+
+def kubelet_volume_names(va, pv):
+    """The unique volume names under which kubelet lists this attachment's volume in its node's
+    status.volumesInUse: ``kubernetes.io/csi/<driver>^<volumeHandle>``, and for an in-tree rbd volume
+    ``kubernetes.io/rbd/<pool>:<image>``. [] when the volume cannot be named."""
+    names = []
+    driver, handle = va_source(va, pv)
+    if driver and handle:
+        names.append('%s/%s' % (CSI_PLUGIN_NAME, unique_volume_name(driver, handle)))
+    rbd = _rbd_source(va, pv)
+    if rbd:
+        names.append('%s/%s:%s' % (RBD_PLUGIN_NAME, rbd[0], rbd[1]))
+    return names
+
+
+def volume_in_use(node, va, pv):
+    """(in_use, entries): whether the node's status.volumesInUse lists this attachment's volume, and the
+    entries that say so. in_use is True when an entry is the volume's name (or, for in-tree rbd, names its
+    image after any pool or monitor list); None when the volume cannot be named (no volume handle) but the
+    node lists volumes of its driver, any of which may be it; False otherwise."""
+    listed = [str(v) for v in ((node or {}).get('status') or {}).get('volumesInUse') or []]
+    names = kubelet_volume_names(va, pv)
+    entries = [v for v in listed if v in names]
+    rbd = _rbd_source(va, pv)
+    if rbd:
+        prefix = RBD_PLUGIN_NAME + '/'
+        entries += [v for v in listed if v not in entries and v.startswith(prefix)
+                    and (v.endswith(':' + rbd[1]) or v.endswith('-image-' + rbd[1]))]
+    if entries:
+        return True, entries
+    driver, handle = va_source(va, pv)
+    if handle is None and driver:
+        candidates = [v for v in listed if v.startswith('%s/%s^' % (CSI_PLUGIN_NAME, driver))]
+        if candidates:
+            return None, candidates
+    return False, []
 
 
 def claim_of(pv):
@@ -187,10 +246,19 @@ def assess(va, pv, pv_known, node, pods, cluster_version, not_ready_grace, now=N
             stale(NODE_OUT_OF_SERVICE, 'node %s is tainted %s' % (node_name, OUT_OF_SERVICE_TAINT))
     if pv_name and pv_known and pv is None:
         stale(PV_MISSING, 'PersistentVolume %s does not exist' % pv_name)
+    in_use, in_use_entries = (None, []) if node is None else volume_in_use(node, va, pv)
+    protected = None
+    if ready == 'True' and in_use:
+        protected = ('node %s is Ready and lists the volume in status.volumesInUse (%s): kubelet still uses it '
+                     '(I5)' % (node_name, ', '.join(in_use_entries)))
+    elif ready == 'True' and in_use is None:
+        protected = ('node %s is Ready and lists volumes of %s in status.volumesInUse (%s), and which volume this '
+                     'attachment is cannot be told: it may still be in use (I5)' % (
+                         node_name, driver, ', '.join(in_use_entries)))
     users = None
     if pv is not None:
         users = pods_using(pv, pods)
-        if not users:
+        if not users and protected is None:
             stale(NOT_IN_USE, 'no pod on node %s uses PersistentVolume %s' % (node_name, pv_name))
     if expected is not None and expected != name:
         stale(UNEXPECTED_NAME, 'the name differs from the name Kubernetes gives this attachment (%s)' % expected)
@@ -231,7 +299,10 @@ def assess(va, pv, pv_known, node, pods, cluster_version, not_ready_grace, now=N
         node_ready=ready,
         node_not_ready_seconds=not_ready,
         pods=users,
-        stale=bool(reasons),
+        volume_in_use=in_use,
+        volumes_in_use_entries=in_use_entries,
+        protected=protected,
+        stale=bool(reasons) and protected is None,
         stale_reasons=reasons,
         stale_messages=messages,
         attachment_name_collision=dict(
@@ -261,7 +332,15 @@ SKIP = 'skip'
 
 
 def plan_delete(report, only_stale, force, force_grace):
-    """(action, why) for one assessed VolumeAttachment."""
+    """(action, why) for one assessed VolumeAttachment.
+
+    I5: an attachment whose volume its Ready node lists in status.volumesInUse (report['protected']) is
+    never deleted and its finalizer never removed, whatever only_stale and force say."""
+    if report.get('protected'):
+        if report['deletion_timestamp'] is None:
+            return SKIP, 'kept: %s; it is not deleted, not even with only_stale=false or force' % report['protected']
+        return WAIT, ('deletion in progress; the finalizers are not removed, not even with force: %s'
+                      % report['protected'])
     if only_stale and not report['stale']:
         why = 'not stale'
         if report['pods']:

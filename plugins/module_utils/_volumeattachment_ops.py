@@ -62,6 +62,7 @@ class VolumeAttachments(object):
         self._pvs = {}       # name -> PV or None (missing)
         self._nodes = {}     # name -> Node or None (missing)
         self._pods = {}      # node name -> pods
+        self.deleted = []    # names of the attachments this run deleted (its DELETE went through)
 
     # -- reading
     def read_version(self):
@@ -189,6 +190,7 @@ class VolumeAttachments(object):
                 if action == DELETE:
                     self._delete(result)
                     result['changed'] = True
+                    self._deleted(name)
                 elif action == REMOVE_FINALIZER:
                     self._remove_finalizer(result)
                     result['changed'] = True
@@ -209,17 +211,24 @@ class VolumeAttachments(object):
             if fresh is None:
                 result['gone'] = True
                 result['changed'] = result['changed'] or action == DELETE
+                if action == DELETE:
+                    self._deleted(name)
                 return
             report = self.assess_one(fresh)
             new_action, why = plan_delete(report, only_stale, force, force_grace)
             if action == DELETE and report['deletion_timestamp']:
                 result.update(report)
                 result['changed'] = True   # our DELETE went through before its answer was lost
+                self._deleted(name)
                 return
             result.update(report)
             result.update(action=new_action, why=why)
             if new_action in (SKIP, WAIT):
                 return
+
+    def _deleted(self, name):
+        if name not in self.deleted:
+            self.deleted.append(name)
 
     def _delete(self, result):
         body = dict(apiVersion='v1', kind='DeleteOptions',

@@ -27,6 +27,9 @@ description:
   - With O(wait=true) (the default) the module returns once the attachments are gone.
   - Deleting an attachment whose volume is in use on a healthy node detaches it under a running pod. That
     is why O(only_stale=true) is the default; attachments that are not stale are skipped and reported.
+  - An attachment whose volume its Ready node lists in C(status.volumesInUse) (kubelet still uses it, or is
+    still unmounting it) is never deleted and its finalizer never removed, not even with O(only_stale=false)
+    or O(force=true); it is skipped and reported.
 author:
   - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
@@ -74,7 +77,8 @@ options:
     description:
       - Delete only stale attachments (see M(volfence.csi.volumeattachment_info) for the reasons). Others are
         skipped and reported with a warning.
-      - V(false) deletes every selected attachment, even one in use on a Ready node.
+      - V(false) deletes every selected attachment, even one a pod on a Ready node uses, except those whose
+        volume that Ready node lists in C(status.volumesInUse).
     type: bool
     default: true
   not_ready_grace:
@@ -89,6 +93,7 @@ options:
         O(force_grace) seconds. Other finalizers are left alone.
       - Only when the attacher cannot detach (its node is gone or fenced); the storage side may still
         consider the volume attached to the old node.
+      - Never for an attachment whose volume its Ready node lists in C(status.volumesInUse).
     type: bool
     default: false
   force_grace:
@@ -177,10 +182,27 @@ volumeattachments:
       description: Why it could not be handled (the module then fails).
       type: str
 deleted:
-  description: Names of the attachments deleted (in check mode, that would be deleted).
+  description:
+    - Names of the attachments this run deleted (in check mode, that would be deleted), including those whose
+      attacher's finalizer it then removed.
   returned: always
   type: list
   elements: str
+done:
+  description:
+    - Names of the attachments the module changed (deleted, or their finalizer removed), also when it fails
+      on others.
+  returned: always
+  type: list
+  elements: str
+failures:
+  description:
+    - The attachments that could not be handled, each with C(name) and C(error) (empty on success). The module
+      fails when there is any, and still returns RV(done) and C(changed).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{name: csi-5f0d6c4b, error: "Failed to delete VolumeAttachment csi-5f0d6c4b: 500 InternalError"}]
 kept:
   description: The selected attachments left alone because they are not stale, each with C(name) and C(why).
   returned: always
@@ -272,8 +294,11 @@ def main():
     output = dict(
         changed=any(r['changed'] for r in results),
         volumeattachments=results,
-        deleted=[r['name'] for r in results if r['changed'] and r['action'] == DELETE],
+        deleted=(sorted(r['name'] for r in results if r['changed'] and r['action'] == DELETE) if module.check_mode
+                 else sorted(vas.deleted)),
         kept=[dict(name=r['name'], why=r['why']) for r in results if r['action'] == SKIP],
+        done=[r['name'] for r in results if r['changed']],
+        failures=[dict(name=name, error=exc.msg) for name, exc in failures],
         cluster_version=vas.git_version,
     )
     if module._diff:

@@ -22,6 +22,10 @@ description:
     its PersistentVolume does not exist; C(unexpected_name) its name is not the one Kubernetes computes
     for that volume and node (C(csi-) + sha256 of volume handle, driver and node name, as
     C(getAttachmentName) in C(pkg/volume/csi/csi_attacher.go)).
+  - An attachment whose volume its Ready node lists in C(status.volumesInUse) (kubelet still has it mounted,
+    or is unmounting it) is never stale, whatever else holds (RV(volumeattachments[].protected)); an
+    attachment whose volume cannot be named (no volume handle) counts as listed when that node lists any
+    volume of its driver.
   - Reports the pre-1.24 detach name collision (the Dell csi-unity bug, kubernetes/kubernetes#97230) per
     attachment, see RV(volumeattachments[].attachment_name_collision).
   - Fails with a clear error for an unknown VolumeAttachment name or an unknown PersistentVolume.
@@ -170,8 +174,22 @@ volumeattachments:
       description: C(namespace/name) of the pods on the node that use the volume (null when unknown).
       type: list
       elements: str
+    volume_in_use:
+      description:
+        - Whether the node's C(status.volumesInUse) lists the attachment's volume, as
+          C(kubernetes.io/csi/<driver>^<volumeHandle>) or, for in-tree rbd, C(kubernetes.io/rbd/<pool>:<image>).
+        - Null when that cannot be told (no node, or no volume handle while the node lists volumes of the driver).
+      type: bool
+    volumes_in_use_entries:
+      description: The C(status.volumesInUse) entries that name (or may name) the volume.
+      type: list
+      elements: str
+    protected:
+      description: Why the attachment must not be deleted (its Ready node lists the volume in C(status.volumesInUse)),
+        or null.
+      type: str
     stale:
-      description: Whether any stale reason applies.
+      description: Whether any stale reason applies and the attachment is not RV(volumeattachments[].protected).
       type: bool
     stale_reasons:
       description: Codes of the reasons, among C(node_missing), C(node_not_ready), C(node_out_of_service),

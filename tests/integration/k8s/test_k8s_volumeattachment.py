@@ -210,3 +210,29 @@ def test_missing_kubeconfig_is_a_clear_error(ansible, tmp_path):
                                                  "nothing was done" % missing
     result = ansible.run("volumeattachment", {"node": "x"}, extra_env={"K8S_AUTH_KUBECONFIG": missing})
     assert result["failed"] and "K8S_AUTH_KUBECONFIG" in result["msg"]
+
+
+def test_i5_attachment_kubelet_still_uses_is_never_deleted(ansible, kube, label, cleanup):
+    """I5 (issue 11 item 5): a Ready node whose status.volumesInUse lists the volume (kubelet still unmounting
+    it), no pod object using it: the attachment is not stale and is not deleted, not even with only_stale=false
+    and force. Before, it was stale 'not_in_use' and deleted."""
+    b = Builder(kube, label, cleanup)
+    handle = "%s-h-busy" % label
+    node = b.node("vft-%s-busy" % label, "198.51.100.31",
+                  volumes_in_use=["kubernetes.io/csi/%s^%s" % (DRIVER, handle)])
+    pv = "vft-%s-pv-busy" % label
+    b.pv(pv, DRIVER, handle, claim="vft-%s-c-busy" % label)
+    name = b.va(pv, DRIVER, handle, node)
+    info = ansible.run("volumeattachment_info", {"name": name})
+    (va,) = info["volumeattachments"]
+    assert not va["stale"] and va["volume_in_use"] is True and "I5" in va["protected"], va
+    for args in ({"name": name}, {"name": name, "only_stale": False, "force": True, "force_grace": 0}):
+        result = ansible.run("volumeattachment", dict(args, wait_timeout=5))
+        assert result["_rc"] == 0 and not result["changed"] and result["deleted"] == [], result
+        assert result["kept"][0]["name"] == name and "volumesInUse" in result["kept"][0]["why"]
+        assert kube.get(VAS + "/" + name)["metadata"].get("deletionTimestamp") is None
+    # once kubelet no longer lists it, the attachment is stale (no pod uses it) and is deleted
+    kube.status("/api/v1/nodes/" + node, {"volumesInUse": []})
+    result = ansible.run("volumeattachment", {"name": name, "force": True, "force_grace": 0, "wait_timeout": 30})
+    assert result["_rc"] == 0 and result["deleted"] == [name], result
+    assert wait_until(lambda: kube.get(VAS + "/" + name) is None, 30)

@@ -18,6 +18,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment imp
     WAIT,
     assess,
     attacher_finalizer,
+    kubelet_volume_names,
+    volume_in_use,
     attachment_name,
     collision_version_affected,
     has_attachment_name_shape,
@@ -54,9 +56,12 @@ def va(node='node-b', pv_name='pv-1', attacher=DRIVER, name=None, handle=HANDLE,
                 status=dict(attached=attached))
 
 
-def node(name='node-b', ready='True', since='2026-11-21T05:50:00Z', taints=()):
-    return dict(metadata=dict(name=name), spec=dict(taints=list(taints)),
-                status=dict(conditions=[dict(type='Ready', status=ready, lastTransitionTime=since)]))
+def node(name='node-b', ready='True', since='2026-11-21T05:50:00Z', taints=(), in_use=None):
+    obj = dict(metadata=dict(name=name), spec=dict(taints=list(taints)),
+               status=dict(conditions=[dict(type='Ready', status=ready, lastTransitionTime=since)]))
+    if in_use is not None:
+        obj['status']['volumesInUse'] = list(in_use)
+    return obj
 
 
 def pod(name='web-0', namespace='default', claim='data', phase='Running', ephemeral=False):
@@ -239,3 +244,69 @@ def test_other_finalizers_are_waited_for():
     report = run(va_obj=va(deleting='2026-11-21T05:00:00Z', finalizers=['example.com/other']), pods=[])
     action, why = plan_delete(report, True, True, 60)
     assert action == WAIT and 'example.com/other' in why
+
+
+# --------------------------------------------------------------------------- I5: volumesInUse
+
+CSI_IN_USE = 'kubernetes.io/csi/%s^%s' % (DRIVER, HANDLE)
+
+
+def in_tree_pv(pool='replicapool', image='kubernetes-dynamic-pvc-1a2b'):
+    return dict(metadata=dict(name='pv-1'), spec=dict(rbd=dict(monitors=['10.0.0.1:6789'], pool=pool, image=image),
+                                                      claimRef=dict(namespace='default', name='data')))
+
+
+def test_kubelet_volume_names_are_its_unique_volume_names():
+    """kubelet's GetUniqueVolumeName: <plugin>/<GetVolumeName>: CSI <driver>^<handle>, in-tree rbd <pool>:<image>."""
+    assert kubelet_volume_names(va(), pv()) == [CSI_IN_USE]
+    assert kubelet_volume_names(va(), in_tree_pv()) == ['kubernetes.io/rbd/replicapool:kubernetes-dynamic-pvc-1a2b']
+    assert kubelet_volume_names(va(), None) == []
+
+
+def test_i5_attachment_in_volumes_in_use_of_its_ready_node_is_never_deleted():
+    """I5 (issue 11 item 5): no pod object uses the volume any more, but the Ready node lists it in
+    status.volumesInUse (kubelet is still unmounting it): not stale, and not deleted, not even with
+    only_stale=false or force. Before, it was stale 'not_in_use' and deleted."""
+    report = run(node_obj=node(in_use=['kubernetes.io/csi/other^x', CSI_IN_USE]), pods=[])
+    assert report['volume_in_use'] is True and report['volumes_in_use_entries'] == [CSI_IN_USE]
+    assert not report['stale'] and report['stale_reasons'] == [] and 'I5' in report['protected']
+    for only_stale in (True, False):
+        for force in (False, True):
+            action, why = plan_delete(report, only_stale, force, 0)
+            assert action == SKIP and 'volumesInUse' in why and 'not even with only_stale=false or force' in why
+    # a deletion already in progress: its finalizer is not removed, not even with force past force_grace
+    deleting = run(va_obj=va(deleting='2026-11-21T05:00:00Z'), node_obj=node(in_use=[CSI_IN_USE]), pods=[])
+    action, why = plan_delete(deleting, True, True, 0)
+    assert action == WAIT and 'not removed, not even with force' in why
+
+
+def test_i5_only_its_own_volume_and_only_on_a_ready_node_protects_it():
+    other = run(node_obj=node(in_use=['kubernetes.io/csi/%s^another-handle' % DRIVER]), pods=[])
+    assert other['volume_in_use'] is False and other['stale_reasons'] == ['not_in_use'] and other['protected'] is None
+    assert plan_delete(other, True, False, 60)[0] == DELETE
+    # a NotReady node's volumesInUse is what it said before it stopped answering: not a reason to keep it
+    down = run(node_obj=node(ready='Unknown', since='2026-11-21T05:00:00Z', in_use=[CSI_IN_USE]), pods=[])
+    assert down['volume_in_use'] is True and down['protected'] is None
+    assert down['stale_reasons'] == ['node_not_ready', 'not_in_use'] and plan_delete(down, True, False, 60)[0] == DELETE
+
+
+@pytest.mark.parametrize('entry', ['kubernetes.io/rbd/replicapool:kubernetes-dynamic-pvc-1a2b',
+                                   'kubernetes.io/rbd/[10.0.0.1:6789]:kubernetes-dynamic-pvc-1a2b',
+                                   'kubernetes.io/rbd/replicapool-image-kubernetes-dynamic-pvc-1a2b'])
+def test_i5_in_tree_rbd_volume_names(entry):
+    obj = va()
+    report = assess(obj, in_tree_pv(), True, node(in_use=[entry]), [], (1, 30, 2), 300, NOW)
+    assert report['volume_in_use'] is True and report['protected'] and not report['stale']
+    assert volume_in_use(node(in_use=['kubernetes.io/rbd/replicapool:kubernetes-dynamic-pvc-1a2bc']), obj,
+                         in_tree_pv()) == (False, [])
+
+
+def test_i5_an_attachment_whose_volume_cannot_be_named_is_kept_while_its_driver_has_volumes_in_use():
+    """A migrated in-tree volume (PV without spec.csi) or a missing PV: its handle is unknown; any volume of
+    its driver that the Ready node lists may be it, so it is kept (what cannot be proven is refused)."""
+    entry = 'kubernetes.io/csi/%s^mig_mons-1_image-2_7265706c' % DRIVER
+    report = run(pv_obj=None, node_obj=node(in_use=[entry]), pods=[])
+    assert report['volume_in_use'] is None and report['volumes_in_use_entries'] == [entry]
+    assert 'cannot be told' in report['protected'] and plan_delete(report, False, True, 0)[0] == SKIP
+    report = run(pv_obj=None, node_obj=node(in_use=['kubernetes.io/csi/other.driver^x']), pods=[])
+    assert report['volume_in_use'] is False and report['protected'] is None and report['stale']

@@ -136,3 +136,43 @@ def test_only_stale_false_deletes_a_healthy_one(monkeypatch, capsys):
     fake.hooks.append(attacher)
     out, _calls = run(volumeattachment, dict(name=VA1, only_stale=False), monkeypatch, capsys, fake, clock)
     assert out['changed'] and out['deleted'] == [VA1]
+
+
+def test_i5_ready_node_volumes_in_use_keeps_the_attachment_even_forced(monkeypatch, capsys):
+    """I5: pod web-1 is gone but node-a (Ready) still lists pv-1's volume in status.volumesInUse: the module
+    deletes nothing, not even with only_stale=false and force, and says why."""
+    fake, clock, _vas = cluster()
+    del fake.store['pods'][('default', 'web-1')]
+    fake.get('nodes', 'node-a')['status']['volumesInUse'] = ['kubernetes.io/csi/rbd.csi.ceph.com^h-1']
+    for args in (dict(name=VA1), dict(name=VA1, only_stale=False, force=True, force_grace=0)):
+        out, _calls = run(volumeattachment, args, monkeypatch, capsys, fake, clock)
+        assert not out.get('failed') and not out['changed'] and out['deleted'] == [] and out['done'] == []
+        assert out['kept'][0]['name'] == VA1 and 'status.volumesInUse' in out['kept'][0]['why']
+    assert fake.writes() == []
+
+
+def test_i7_partial_failure_reports_changed_done_and_failed(monkeypatch, capsys):
+    """I7: two stale attachments, the DELETE of one keeps failing: the module fails, with changed=true, the
+    deleted one in done/deleted and the other in failed."""
+    fake, clock, _vas = cluster(node_b_ready='Unknown')
+    fake.hooks.append(attacher)
+    fake.get('nodes', 'node-a')['status']['conditions'][0]['status'] = 'Unknown'
+    fake.faults = [dict(method='DELETE', exact='/apis/storage.k8s.io/v1/volumeattachments/' + VA1, status=500,
+                        count=99)]
+    out, _calls = run(volumeattachment, dict(attacher='rbd.csi.ceph.com', only_stale=False), monkeypatch, capsys,
+                      fake, clock)
+    assert out['failed'] and out['changed'], out
+    assert out['done'] == [VA0] and out['deleted'] == [VA0] and [f['name'] for f in out['failures']] == [VA1]
+    assert 'Failed to delete VolumeAttachment %s: 500' % VA1 in out['failures'][0]['error']
+    assert '(changed anyway: %s)' % VA0 in out['msg']
+    assert fake.get('volumeattachments', VA0) is None and fake.get('volumeattachments', VA1) is not None
+
+
+def test_i7_deleted_lists_an_attachment_whose_finalizer_force_removed(monkeypatch, capsys):
+    """I7: `deleted` names what this run deleted, also when it then removed the attacher's finalizer
+    (before, an attachment deleted and then force-cleared was missing from `deleted`)."""
+    fake, clock, _vas = cluster()
+    out, _calls = run(volumeattachment, dict(node='node-b', force=True, force_grace=0), monkeypatch, capsys, fake,
+                      clock)
+    assert out['changed'] and out['deleted'] == [VA0] and out['done'] == [VA0] and out['failures'] == []
+    assert out['volumeattachments'][0]['finalizer_removed'] and fake.get('volumeattachments', VA0) is None
