@@ -338,6 +338,18 @@ summary:
   returned: always
   type: dict
   sample: {created: 1000, updated: 0, deleted: 0, unchanged: 0, failed: 0}
+done:
+  description: Names of the fences the module changed (created, updated, deleted), also when it fails on others.
+  returned: always
+  type: list
+  elements: str
+failures:
+  description:
+    - The fences that failed, each with C(name) and C(error) (empty on success). The module fails when there
+      is any, and still returns RV(done) and C(changed).
+  returned: always
+  type: list
+  elements: dict
 diff:
   description: The changed fences' specs before and after (by name).
   returned: when diff mode is on
@@ -465,7 +477,9 @@ def main():
             counts['updated'] += 1
         else:
             counts['deleted'] += 1
-    output = dict(changed=any(r['changed'] for r in results), fences=results, summary=counts)
+    output = dict(changed=any(r['changed'] for r in results), fences=results, summary=counts,
+                  done=[r['name'] for r in results if r['changed']],
+                  failures=[dict(name=name, error=exc.msg) for name, exc in failures])
     if module._diff:
         before = {}
         after = {}

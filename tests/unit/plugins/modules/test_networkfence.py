@@ -119,6 +119,25 @@ def test_failure_reports_what_was_done(monkeypatch, capsys):
     assert out['object'] == dict(kind='NetworkFence', name='nf-d')
 
 
+def test_i7_partial_failure_reports_changed_done_and_failures(monkeypatch, capsys):
+    """I7: of three fences, the create of nf-e keeps failing (500) and nf-d is answered Failed by the controller:
+    the module fails with changed=true, done naming the two it wrote, failures the two that failed."""
+    fake, _fences = cluster(Controller(refuse=['10.0.3.14/32']))
+
+    def transport(method, url, body, headers, timeout):
+        if method == 'POST' and b'"nf-e"' in (body or b''):
+            return fake._status(500, 'InternalError', 'etcdserver: request timed out')
+        return fake(method, url, body, headers, timeout)
+    out, _calls = run(networkfence, dict(network_fence_class='rbd', fence_state='Fenced', parallel=1, fences=[
+        dict(name='nf-b', cidrs=['10.0.3.12']), dict(name='nf-d', cidrs=['10.0.3.14']),
+        dict(name='nf-e', cidrs=['10.0.3.15'])]), monkeypatch, capsys, transport)
+    assert out['failed'] and out['changed'], out
+    assert out['done'] == ['nf-b', 'nf-d']
+    assert sorted(f['name'] for f in out['failures']) == ['nf-d', 'nf-e']
+    assert 'Failed to create NetworkFence nf-e: 500' in [f['error'] for f in out['failures'] if f['name'] == 'nf-e'][0]
+    assert fake.get('networkfences', 'nf-e') is None and fake.get('networkfences', 'nf-b') is not None
+
+
 def test_absent(monkeypatch, capsys):
     fake, _fences = cluster(Controller())
     run(networkfence, FENCE, monkeypatch, capsys, fake)
