@@ -31,4 +31,11 @@ options:
     type: list
     elements: str
     default: [fuse, fuse.*]
+  probe_timeout:
+    description:
+      - Seconds each mount point may take to answer C(stat()). A mount whose FUSE daemon is alive but does not
+        answer within that time (stopped, deadlocked, its backend unreachable) is reported as C(hung) instead of
+        hanging the module.
+    type: int
+    default: 5
 '''

@@ -17,6 +17,7 @@ import fnmatch
 import json
 import os
 import re
+import threading
 
 # The errors a FUSE mount gives once its daemon is gone.
 DEAD_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED)
@@ -84,21 +85,52 @@ def read_vol_data(path):
         return {}
 
 
-def probe(path, stat=os.stat):
-    """(healthy, errno, error text) of a mount point: a dead FUSE daemon fails stat()."""
-    try:
-        stat(path)
-    except OSError as exc:
-        return exc.errno not in DEAD_ERRNOS, exc.errno, os.strerror(exc.errno) if exc.errno else str(exc)
-    return True, None, None
+# Seconds a mount point may take to answer stat() before it counts as hung (I8).
+PROBE_TIMEOUT = 5
+
+HEALTHY = "healthy"
+DEAD = "dead"
+HUNG = "hung"
+
+
+def probe(path, stat=os.stat, timeout=None):
+    """(state, errno, error text) of a mount point: HEALTHY; DEAD when stat() fails as it does once the FUSE
+    daemon is gone (ENOTCONN, ECONNABORTED); HUNG when stat() has not returned within `timeout` seconds (the
+    daemon is alive but does not answer: stopped, deadlocked, or its backend is unreachable).
+
+    With a timeout, stat() runs in a daemon thread, abandoned if it does not return: a FUSE request wait is
+    killable, so the thread dies with the module's process (I8). An error other than the dead ones (EACCES,
+    ...) leaves the mount HEALTHY: its daemon answered."""
+    outcome = {}
+
+    def call():
+        try:
+            stat(path)
+        except OSError as exc:
+            outcome["error"] = exc
+        outcome["done"] = True
+    if timeout is None:
+        call()
+    else:
+        worker = threading.Thread(target=call, name="volfence-fuse-probe", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if "done" not in outcome:
+            return HUNG, None, "stat() did not return within %ss: the FUSE daemon does not answer" % timeout
+    exc = outcome.get("error")
+    if exc is None:
+        return HEALTHY, None, None
+    text = os.strerror(exc.errno) if exc.errno else str(exc)
+    return (DEAD if exc.errno in DEAD_ERRNOS else HEALTHY), exc.errno, text
 
 
 def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, drivers=None, fstype_patterns=("fuse", "fuse.*"),
-                         stat=os.stat, vol_data=read_vol_data):
-    """Every FUSE mount of a CSI volume under kubelet_dir, with its health.
+                         stat=os.stat, vol_data=read_vol_data, probe_timeout=PROBE_TIMEOUT):
+    """Every FUSE mount of a CSI volume under kubelet_dir, with its state (probe()).
 
     drivers: keep only these CSI drivers (empty keeps all; a mount whose driver cannot be
-    told is kept only when no driver filter is given)."""
+    told is kept only when no driver filter is given). Mounts are probed one after the other,
+    each within probe_timeout seconds (None: no bound)."""
     found = []
     seen = set()
     for mount in parse_mountinfo(mountinfo_text):
@@ -112,7 +144,7 @@ def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, drivers=None, fstype_patte
         driver = data.get("driverName") or where.get("driver")
         if drivers and driver not in drivers:
             continue
-        healthy, err_no, error = probe(mount["mount_point"], stat=stat)
+        state, err_no, error = probe(mount["mount_point"], stat=stat, timeout=probe_timeout)
         found.append({
             "path": mount["mount_point"],
             "fstype": mount["fstype"],
@@ -122,7 +154,8 @@ def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, drivers=None, fstype_patte
             "volume": data.get("specVolID") or where["volume"],
             "volume_handle": data.get("volumeHandle"),
             "driver": driver,
-            "healthy": healthy,
+            "healthy": state == HEALTHY,
+            "state": state,
             "errno": err_no,
             "error": error,
         })
@@ -134,5 +167,20 @@ def summarize(mounts):
     return {
         "total": len(mounts),
         "broken": len(broken),
+        "hung": len([m for m in mounts if m.get("state") == HUNG]),
         "pod_uids": sorted(set(m["pod_uid"] for m in broken if m["pod_uid"])),
     }
+
+
+def unmount_results(dead, outcomes):
+    """I7: what an unmount run did, honestly: (unmounted, failures). `outcomes` are lazy_unmount() results in
+    the order of `dead`; a mount is unmounted only when its umount succeeded."""
+    unmounted = []
+    failures = []
+    for mount, outcome in zip(dead, outcomes):
+        if outcome["rc"] == 0:
+            unmounted.append(mount)
+        else:
+            failures.append(dict(mount, rc=outcome["rc"], stderr=(outcome.get("stderr") or "").strip(),
+                                 stdout=(outcome.get("stdout") or "").strip()))
+    return unmounted, failures

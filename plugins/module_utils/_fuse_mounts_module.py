@@ -11,7 +11,13 @@ FUSE_ARGUMENT_SPEC = dict(
     kubelet_dir=dict(type="path", default="/var/lib/kubelet"),
     drivers=dict(type="list", elements="str", default=[]),
     fstype_patterns=dict(type="list", elements="str", default=["fuse", "fuse.*"]),
+    probe_timeout=dict(type="int", default=5),
 )
+
+
+def check_params(module):
+    if module.params["probe_timeout"] < 1:
+        module.fail_json(msg="probe_timeout must be at least 1 second, got %s" % module.params["probe_timeout"])
 
 
 def read_mountinfo(module, path="/proc/self/mountinfo"):

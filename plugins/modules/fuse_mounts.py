@@ -16,7 +16,10 @@ description:
   - Runs on a Kubernetes node. Finds the FUSE mounts of CSI volumes under kubelet's directory
     whose FUSE daemon is gone (C(Transport endpoint is not connected)) and lazily unmounts them
     (C(umount -l)), so that kubelet can mount the volume again once the pod restarts.
-  - Healthy mounts are never touched.
+  - Healthy mounts are never touched. Hung mounts (the daemon is alive but does not answer within
+    O(probe_timeout)) are reported in RV(hung), with a warning, and left alone.
+  - Reports honestly what it did: RV(unmounted) holds only the mounts whose unmount succeeded, RV(failures)
+    the others; C(changed) is true when anything was unmounted, also when the module fails.
   - Restarting the affected pods is a Kubernetes-side step; the returned RV(pod_uids) name
     them (the C(volfence.csi) FUSE recovery playbook does both).
 author:
@@ -54,7 +57,23 @@ EXAMPLES = r'''
 
 RETURN = r'''
 unmounted:
-  description: The dead mounts unmounted (or, in check mode, that would be), as returned by M(volfence.csi.fuse_mounts_info).
+  description:
+    - The dead mounts unmounted (in check mode, that would be), as returned by M(volfence.csi.fuse_mounts_info).
+      A mount whose unmount failed is not here but in RV(failures).
+  returned: always
+  type: list
+  elements: dict
+failures:
+  description:
+    - The dead mounts whose unmount failed, each as in RV(unmounted) with the C(rc), C(stdout) and C(stderr) of
+      C(umount). The module then fails, and still returns RV(unmounted) and C(changed).
+  returned: always
+  type: list
+  elements: dict
+hung:
+  description:
+    - The mounts whose FUSE daemon did not answer within O(probe_timeout). They are left alone (the daemon is
+      alive; unmounting would cut it off from a running pod) and reported with a warning.
   returned: always
   type: list
   elements: dict
@@ -72,11 +91,15 @@ healthy:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
+    DEAD,
+    HEALTHY,
+    HUNG,
     find_csi_fuse_mounts,
-    summarize,
+    unmount_results,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module import (
     FUSE_ARGUMENT_SPEC,
+    check_params,
     lazy_unmount,
     read_mountinfo,
 )
@@ -86,26 +109,33 @@ def main():
     spec = dict(FUSE_ARGUMENT_SPEC)
     spec["state"] = dict(type="str", choices=["absent"], default="absent")
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    check_params(module)
     params = module.params
     mounts = find_csi_fuse_mounts(read_mountinfo(module), params["kubelet_dir"], params["drivers"],
-                                  params["fstype_patterns"])
-    dead = [m for m in mounts if not m["healthy"]]
-    result = dict(changed=bool(dead), unmounted=dead, pod_uids=summarize(mounts)["pod_uids"],
-                  healthy=len(mounts) - len(dead))
+                                  params["fstype_patterns"], probe_timeout=params["probe_timeout"])
+    dead = [m for m in mounts if m["state"] == DEAD]
+    hung = [m for m in mounts if m["state"] == HUNG]
+    for mount in hung:
+        module.warn("%s is hung (%s); left alone: its daemon is alive, restart or kill it first" % (
+            mount["path"], mount["error"]))
+    if module.check_mode:
+        unmounted, failures = dead, []
+    else:
+        unmounted, failures = unmount_results(dead, [lazy_unmount(module, m["path"]) for m in dead])
+    # I7: changed when anything was unmounted, even if another unmount failed
+    result = dict(changed=bool(unmounted), unmounted=unmounted, failures=failures, hung=hung,
+                  pod_uids=sorted(set(m["pod_uid"] for m in unmounted if m["pod_uid"])),
+                  healthy=len([m for m in mounts if m["state"] == HEALTHY]))
     if module._diff:
+        gone = set(m["path"] for m in unmounted)
         result["diff"] = dict(before="\n".join(m["path"] for m in mounts) + "\n",
-                              after="\n".join(m["path"] for m in mounts if m["healthy"]) + "\n")
-    if module.check_mode or not dead:
-        module.exit_json(**result)
-    failures = []
-    for mount in dead:
-        outcome = lazy_unmount(module, mount["path"])
-        if outcome["rc"] != 0:
-            failures.append(outcome)
+                              after="\n".join(m["path"] for m in mounts if m["path"] not in gone) + "\n")
     if failures:
-        module.fail_json(msg="could not unmount %d of %d dead FUSE mount(s): %s" % (
-            len(failures), len(dead), "; ".join("%s: %s" % (f["path"], f["stderr"].strip()) for f in failures)),
-            failures=failures, **result)
+        module.fail_json(msg="could not unmount %d of %d dead FUSE mount(s): %s%s" % (
+            len(failures), len(dead), "; ".join("%s: %s" % (f["path"], f["stderr"] or "rc=%s" % f["rc"])
+                                                for f in failures),
+            "; unmounted anyway: %s" % ", ".join(m["path"] for m in unmounted) if unmounted else
+            "; nothing was unmounted"), **result)
     module.exit_json(**result)
 
 

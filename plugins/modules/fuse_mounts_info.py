@@ -76,8 +76,13 @@ mounts:
       description: The CSI driver, from kubelet's C(vol_data.json) or the staging path.
       type: str
     healthy:
-      description: False when the mount's FUSE daemon is gone.
+      description: False when the mount's FUSE daemon is gone or does not answer.
       type: bool
+    state:
+      description: C(healthy); C(dead) when its FUSE daemon is gone (C(Transport endpoint is not connected));
+        C(hung) when C(stat()) did not return within O(probe_timeout) (the daemon is alive but does not answer).
+      type: str
+      sample: dead
     errno:
       description: The error number when the mount point cannot be reached.
       type: int
@@ -87,11 +92,15 @@ mounts:
       type: str
       sample: Transport endpoint is not connected
 broken:
-  description: How many mounts are dead.
+  description: How many mounts are dead or hung.
+  returned: always
+  type: int
+hung:
+  description: How many mounts are hung (their daemon did not answer within O(probe_timeout)).
   returned: always
   type: int
 pod_uids:
-  description: UIDs of the pods that have a dead mount.
+  description: UIDs of the pods that have a dead or hung mount.
   returned: always
   type: list
   elements: str
@@ -105,16 +114,20 @@ from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
 )
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module import (
     FUSE_ARGUMENT_SPEC,
+    check_params,
     read_mountinfo,
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(FUSE_ARGUMENT_SPEC), supports_check_mode=True)
+    check_params(module)
     mounts = find_csi_fuse_mounts(read_mountinfo(module), module.params["kubelet_dir"],
-                                  module.params["drivers"], module.params["fstype_patterns"])
+                                  module.params["drivers"], module.params["fstype_patterns"],
+                                  probe_timeout=module.params["probe_timeout"])
     summary = summarize(mounts)
-    module.exit_json(changed=False, mounts=mounts, broken=summary["broken"], pod_uids=summary["pod_uids"])
+    module.exit_json(changed=False, mounts=mounts, broken=summary["broken"], hung=summary["hung"],
+                     pod_uids=summary["pod_uids"])
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ class FuseVolume(object):
     def kill_daemon(self):
         """What a CSI node plugin restart does to the FUSE daemons it started."""
         os.kill(self.pid, signal.SIGKILL)
-        time.sleep(0.3)
+        assert wait_for(lambda: gone(self.pid)), "bindfs %d did not die" % self.pid
 
     def mounted(self):
         with open("/proc/self/mountinfo") as handle:
@@ -107,3 +107,90 @@ def test_bad_input_is_a_clear_error(lab_inventory):
     result = run_module(lab_inventory, "node-b", "volfence.csi.fuse_mounts", {"state": "present"})
     assert result.get("failed") is True
     assert "value of state must be one of: absent" in result["msg"]
+
+
+def run_bounded(inventory, host, module, args, bound, extra_env=None):
+    """run_module, failing the test instead of waiting 300 s when the module hangs."""
+    from labtools import ANSIBLE_BIN, REPO, AnsibleRun, ansible_env
+    cmd = [os.path.join(ANSIBLE_BIN, "ansible"), host, "-i", inventory, "-m", module, "-a", json.dumps(args)]
+    started = time.time()
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=bound)
+    except subprocess.TimeoutExpired:
+        pytest.fail("%s still runs after %ss" % (module, bound))
+    return AnsibleRun(proc).result(host), time.time() - started
+
+
+def process_state(pid):
+    with open("/proc/%d/stat" % pid) as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
+
+
+def gone(pid):
+    try:
+        return process_state(pid) in ("Z", "X")
+    except (IOError, OSError):
+        return True
+
+
+def test_i8_a_hung_mount_is_reported_hung_not_waited_for(kubelet, lab_inventory):
+    """I8 (issue 11 item 8): the FUSE daemon of one mount is stopped (SIGSTOP: alive, never answers); stat() of
+    its mount point blocks. fuse_mounts_info and fuse_mounts finish within the bound, report it hung, and leave it
+    mounted; the dead mount beside it is still found and unmounted. Before, both modules hung."""
+    root, add = kubelet
+    hung, dead, alive = add(), add(), add()
+    dead.kill_daemon()
+    os.kill(hung.pid, signal.SIGSTOP)
+    try:
+        assert wait_for(lambda: process_state(hung.pid) == "T"), "bindfs did not stop"
+        args = {"kubelet_dir": root, "drivers": [DRIVER], "probe_timeout": 2}
+        info, seconds = run_bounded(lab_inventory, "node-b", "volfence.csi.fuse_mounts_info", args, 90)
+        assert info.get("failed") is not True, info
+        by_volume = dict((m["volume"], m) for m in info["mounts"])
+        assert by_volume[hung.pv]["state"] == "hung" and by_volume[hung.pv]["healthy"] is False
+        assert "did not return within 2s" in by_volume[hung.pv]["error"]
+        assert by_volume[dead.pv]["state"] == "dead" and by_volume[alive.pv]["state"] == "healthy"
+        assert info["hung"] == 1 and info["broken"] == 2 and seconds < 60
+        result, seconds = run_bounded(lab_inventory, "node-b", "volfence.csi.fuse_mounts", args, 90)
+        assert result.get("failed") is not True and result["changed"] is True, result
+        assert [m["path"] for m in result["unmounted"]] == [dead.mount] and result["pod_uids"] == [dead.pod_uid]
+        assert [m["path"] for m in result["hung"]] == [hung.mount]
+        assert any("is hung" in str(w) for w in result.get("warnings", []))
+        assert hung.mounted() and not dead.mounted() and alive.mounted()
+    finally:
+        os.kill(hung.pid, signal.SIGCONT)
+    assert wait_for(lambda: process_state(hung.pid) != "T")
+    assert os.listdir(hung.mount) == ["data.txt"], "the hung mount answers again once its daemon runs"
+
+
+def test_i7_a_failed_unmount_is_not_reported_as_unmounted(kubelet, lab_inventory, tmp_path):
+    """I7 (issue 11 item 7): two dead mounts, the unmount of one fails (a umount that refuses that path, first
+    on PATH): the module fails, with changed=true, the other in unmounted and the failed one in failures only.
+    Before, both were listed as unmounted."""
+    root, add = kubelet
+    first, second = add(), add()
+    first.kill_daemon()
+    second.kill_daemon()
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    (wrapper / "umount").write_text('#!/bin/sh\nfor arg; do [ "$arg" = "%s" ] && { echo "umount: %s: target is busy."'
+                                    ' >&2; exit 32; }; done\nexec /usr/bin/umount "$@"\n' % (second.mount, second.mount))
+    (wrapper / "umount").chmod(0o755)
+    args = {"kubelet_dir": root, "drivers": [DRIVER]}
+    result, _seconds = run_bounded(lab_inventory, "node-b", "volfence.csi.fuse_mounts", args, 120,
+                                   extra_env={"PATH": "%s:%s" % (wrapper, os.environ.get("PATH", ""))})
+    assert result.get("failed") is True and result["changed"] is True, result
+    assert [m["path"] for m in result["unmounted"]] == [first.mount] and result["pod_uids"] == [first.pod_uid]
+    assert [(f["path"], f["rc"]) for f in result["failures"]] == [(second.mount, 32)]
+    assert "target is busy" in result["failures"][0]["stderr"] and "unmounted anyway: %s" % first.mount in result["msg"]
+    assert not first.mounted() and second.mounted()
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()

@@ -9,8 +9,10 @@ from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
     classify,
     find_csi_fuse_mounts,
     parse_mountinfo,
+    probe,
     summarize,
     unescape_mount_field,
+    unmount_results,
 )
 
 UID = "7e6c415a-f40c-11e6-ad11-00163e1625a9"
@@ -68,7 +70,7 @@ def test_find_only_fuse_csi_mounts_and_their_health():
     assert by_volume["pvc-s3"]["errno"] == errno.ENOTCONN
     assert by_volume["pvc-s3"]["error"] == "Transport endpoint is not connected"
     assert by_volume["pvc-ok"]["healthy"] is True and by_volume["pvc-ok"]["error"] is None
-    assert summarize(mounts) == {"total": 3, "broken": 1, "pod_uids": [UID]}
+    assert summarize(mounts) == {"total": 3, "broken": 1, "hung": 0, "pod_uids": [UID]}
 
 
 def test_driver_filter_uses_vol_data_and_staging_path():
@@ -86,3 +88,44 @@ def test_other_errors_are_not_dead_fuse():
     mounts = find_csi_fuse_mounts(MOUNTINFO, "/var/lib/kubelet", stat=stat, vol_data=vol_data)
     assert all(m["healthy"] for m in mounts)
     assert mounts[0]["errno"] == errno.EACCES
+
+
+def test_i8_a_mount_whose_stat_never_returns_is_reported_hung_within_the_timeout():
+    """I8: stat() of a hung (not dead) FUSE mount blocks; the probe gives up after its timeout and reports the
+    mount as hung, while the others are still probed."""
+    import threading
+    import time
+    gate = threading.Event()
+    hung = "/var/lib/kubelet/pods/%s/volumes/kubernetes.io~csi/pvc-ok/mount" % UID
+
+    def stat(path):
+        if path == hung:
+            gate.wait(60)
+        return dead_for(["/var/lib/kubelet/pods/%s/volumes/kubernetes.io~csi/pvc-s3/mount" % UID])(path)
+    started = time.time()
+    try:
+        mounts = find_csi_fuse_mounts(MOUNTINFO, "/var/lib/kubelet", stat=stat, vol_data=vol_data, probe_timeout=0.5)
+    finally:
+        gate.set()
+    assert time.time() - started < 10
+    by_volume = dict((m["volume"], m) for m in mounts)
+    assert by_volume["pvc-ok"]["state"] == "hung" and by_volume["pvc-ok"]["healthy"] is False
+    assert "did not return within 0.5s" in by_volume["pvc-ok"]["error"]
+    assert by_volume["pvc-s3"]["state"] == "dead"
+    assert summarize(mounts)["hung"] == 1 and summarize(mounts)["broken"] == 2
+
+
+def test_probe_states():
+    assert probe("/x", stat=lambda p: None, timeout=5) == ("healthy", None, None)
+    assert probe("/x", stat=dead_for(["/x"]), timeout=5)[:2] == ("dead", errno.ENOTCONN)
+    assert probe("/x", stat=dead_for(["/x"]))[0] == "dead"
+
+
+def test_i7_unmount_results_list_only_successful_unmounts():
+    """I7: a mount whose umount failed is in failures, not in unmounted (before, every dead mount was listed as
+    unmounted)."""
+    dead = [dict(path="/a", pod_uid="u1"), dict(path="/b", pod_uid="u2")]
+    unmounted, failures = unmount_results(dead, [dict(path="/a", rc=0, stdout="", stderr=""),
+                                                 dict(path="/b", rc=32, stdout="", stderr="umount: /b: busy\n")])
+    assert unmounted == [dead[0]]
+    assert failures == [dict(path="/b", pod_uid="u2", rc=32, stderr="umount: /b: busy", stdout="")]
