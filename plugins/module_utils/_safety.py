@@ -379,6 +379,12 @@ def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=No
             out['unfence'].append(fence.get('name'))
         else:
             out['kept'].append(dict(networkfence=fence.get('name'), reason=decision, invariant='I2'))
+    lifts = out['remove_addresses'] or out['remove_cidrs'] or out['unfence'] or out['kept']
+    if refused and not lifts and not marker and facts is not None and facts['ready'] == 'True':
+        # Nothing of the node's is fenced and no failover recorded one: there is nothing a missing
+        # proof of restart could protect (a re-run after a finished recovery ends here).
+        evidence['nothing_to_lift'] = refused
+        out['refused'] = refused = None
     if refused:
         out['remove_addresses'], out['remove_cidrs'], out['unfence'] = [], [], []
     return out
@@ -648,6 +654,8 @@ def failover_preflight(failed_node, nodes, leases=None, lease_grace=120, force=F
                 boot_id=(facts or {}).get('boot_id'),
                 addresses=[str(ip) for ip in (facts or {}).get('addresses') or []],
                 ready_nodes=sorted(n for n in view.nodes if view.ready(n) and n != failed_node),
+                ready_addresses=sorted(set(str(ip) for n in view.nodes.values() if n['ready'] == 'True'
+                                           for ip in n['addresses'])),
                 shared_addresses=dict((str(ip), names) for ip, names in view.owners.items() if len(names) > 1),
                 addressless_ready=view.addressless_ready())
 

@@ -20,7 +20,7 @@ def blocklist_entries(lab):
         if pos >= len(out):
             return entries
         value, pos = decoder.raw_decode(out, pos)
-        entries += [e["addr"] for e in value]
+        entries += [e["addr"] if "addr" in e else "cidr:" + e["range"] for e in value]
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     extra = {"node": "node-b", "failover_report": str(failover_report), "report_path": str(tmp_path / "r.json")}
 
     refused = run_playbook(lab_inventory, RECOVER, extra)
-    assert refused.rc != 0 and "refusing to unfence node-b: it is not Ready" in refused.stdout
+    assert refused.rc != 0 and "refusing to unfence node-b: node node-b is not Ready" in refused.stdout
     assert fenced in blocklist_entries(lab)
 
     lab.lab("revive-node", "node-b")  # power-cycled: old clients gone, kubelet back
@@ -56,7 +56,7 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     run = run_playbook(lab_inventory, RECOVER, extra)
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
-    assert fenced in [e["entry"] for e in report["blocklist_entries"]]
+    assert fenced in report["blocklist_removed"]
     assert fenced not in blocklist_entries(lab)
     assert report["taint_removed"] is True
     assert not any(t["key"] == "node.kubernetes.io/out-of-service" for t in kube.get("nodes", "node-b")["spec"].get("taints", []))
@@ -64,4 +64,56 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     again = run_playbook(lab_inventory, RECOVER, extra)
     assert again.rc == 0
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["blocklist_entries"] == [] and report["taint_removed"] is False
+    assert report["blocklist_removed"] == [] and report["taint_removed"] is False
+
+
+def _revive(lab, kube, node):
+    lab.lab("revive-node", node)
+    assert wait_until(lambda: [c for c in kube.get("nodes", node)["status"]["conditions"]
+                               if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
+
+
+def test_I3_refuses_a_node_back_without_a_reboot_unless_forced(failed_over, lab_inventory, tmp_path):
+    """Issue 11 item 2/I3: Ready again with the bootID it had when fenced (a kubelet restart, not a
+    reboot) is no proof that its old clients are gone."""
+    lab, state, kube, _report = failed_over
+    fenced = state["watchers"][0]
+    _revive(lab, kube, "node-b")
+    record = json.loads(kube.get("nodes", "node-b")["metadata"]["annotations"]["volfence.csi/failover"])
+    assert record["blocklist"] == [fenced]
+    # The kubelet came back on the same boot: the node reports the bootID the failover recorded.
+    record["boot_id"] = kube.get("nodes", "node-b")["status"]["nodeInfo"]["bootID"]
+    kube.patch("nodes", "node-b", {"metadata": {"annotations": {"volfence.csi/failover": json.dumps(record)}}})
+    extra = {"node": "node-b", "report_path": str(tmp_path / "r.json")}
+    refused = run_playbook(lab_inventory, RECOVER, extra)
+    assert refused.rc != 0 and "has not rebooted since it was fenced" in refused.stdout
+    assert fenced in blocklist_entries(lab)
+    forced = run_playbook(lab_inventory, RECOVER, dict(extra, force=True))
+    assert forced.rc == 0, forced.stdout[-3000:]
+    assert fenced not in blocklist_entries(lab)
+    assert "volfence.csi/failover" not in (kube.get("nodes", "node-b")["metadata"].get("annotations") or {})
+
+
+def test_I2_keeps_what_also_covers_another_dead_node(failed_over, lab_inventory, tmp_path):
+    """Issue 11 item 2/I2: a range over node-b and node-c, and node-c's own entry, stay when node-b
+    recovers; node-b's entry goes."""
+    lab, state, kube, _report = failed_over
+    fenced = state["watchers"][0]
+    subnet = lab.nodes["node-c"].rsplit(".", 1)[0] + ".0/24"
+    node_c = lab.nodes["node-c"] + ":0/0"
+    lab.ceph("osd", "blocklist", "range", "add", subnet, "3600")
+    lab.ceph("osd", "blocklist", "add", node_c, "3600")
+    try:
+        _revive(lab, kube, "node-b")
+        run = run_playbook(lab_inventory, RECOVER, {"node": "node-b", "report_path": str(tmp_path / "r.json")})
+        assert run.rc == 0, run.stdout[-3000:]
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["blocklist_removed"] == [fenced]
+        assert fenced not in blocklist_entries(lab)
+        assert node_c in blocklist_entries(lab)
+        the_range = "cidr:%s:0/24" % subnet.split("/")[0]
+        assert the_range in blocklist_entries(lab)
+        kept = dict((k.get("entry"), k["reason"]) for k in report["kept"])
+        assert "node-c" in kept[the_range]
+    finally:
+        lab.ceph("osd", "blocklist", "range", "rm", subnet)
