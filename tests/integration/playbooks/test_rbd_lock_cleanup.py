@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import REPO, run_playbook
+from labtools import REPO, run_playbook, wait_until
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "rbd_lock_cleanup.yml")
 
@@ -19,12 +19,31 @@ def locks(lab, image):
     return json.loads(lab.rbd("lock", "ls", image, "--format", "json"))
 
 
+def node_down(kube, name):
+    node = kube.get("nodes", name)
+    return [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]["status"] != "True"
+
+
 def test_check_mode_then_cleanup(seed_003, lab_inventory, tmp_path):
     lab, state, kube = seed_003
     extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
-             "wait_timeout": 60}
+             "wait_timeout": 60, "lease_grace_seconds": 3}
     before_locks = locks(lab, state["image"])
     before_blocklist = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
+
+    # I4 (issue 11 item 3): the holder node-b is Ready: its lock is live as far as anyone can prove.
+    live = run_playbook(lab_inventory, PLAYBOOK, extra)
+    assert live.rc == 0, live.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stale_locks"] == [] and report["pod_restarted"] is False
+    assert [(k["id"], k["invariant"]) for k in report["kept_locks"]] == [("kubelet_lock_magic_node-b", "I4")]
+    assert "node node-b is Ready" in report["kept_locks"][0]["reason"]
+    assert locks(lab, state["image"]) == before_locks
+    assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before_blocklist
+
+    # node-b dies (kubelet gone, its Ceph client alive): now the lock is provably stale.
+    lab.lab("kill-node", "node-b")
+    assert wait_until(lambda: node_down(kube, "node-b"), timeout=30)
 
     check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]
