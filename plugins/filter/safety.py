@@ -81,6 +81,10 @@ def pod_claims(pod):
     return ['%s/%s' % (namespace, claim) for claim in _safety.pod_claims(pod)]
 
 
+def pod_restart_plan(pods, affected_uids, restart_unowned=False):
+    return _safety.restart_plan(_list(pods, 'pods'), _list(affected_uids, 'affected_uids'), bool(restart_unowned))
+
+
 def failover_remaining_watchers(images, fenced):
     return _safety.remaining(images, fenced)
 
@@ -99,4 +103,5 @@ class FilterModule(object):
             'lock_break_plan': lock_break_plan,
             'failover_remaining_watchers': failover_remaining_watchers,
             'pod_claims': pod_claims,
+            'pod_restart_plan': pod_restart_plan,
         }

@@ -707,3 +707,22 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
 def rbd_images(volumes):
     """The RBD images of failover_volumes(), sorted and unique."""
     return sorted(set(v['image'] for v in volumes or [] if v.get('image')))
+
+
+# --------------------------------------------------------------------------- pods restarted after a repair
+
+def restart_plan(pods, affected_uids, restart_unowned=False):
+    """Which pods to delete so that they mount again (FUSE recovery): those whose uid is among
+    affected_uids (their mount was repaired) and that a controller recreates; a pod no controller
+    owns would be gone for good, so it is only listed unless restart_unowned."""
+    affected = set(affected_uids or [])
+    restart, unowned = [], []
+    for pod in pods or []:
+        meta = pod.get('metadata') or {}
+        if meta.get('uid') not in affected:
+            continue
+        if meta.get('ownerReferences') or restart_unowned:
+            restart.append(pod)
+        else:
+            unowned.append(pod)
+    return dict(affected=restart + unowned, restart=restart, unowned=unowned)
