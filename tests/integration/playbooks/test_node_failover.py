@@ -89,3 +89,47 @@ def test_failover_with_a_networkfence(seed_000, lab_inventory, tmp_path):
     assert fence["spec"]["cidrs"] == [lab.nodes["node-b"] + "/32"] and fence["status"]["result"] == "Succeeded"
     assert lab.nodes["node-b"] + ":0/0" in blocklist(lab)  # the CSI-Addons stand-in blocklisted the CIDR
     assert stuck_phase(kube, state) == "Running"
+
+
+def test_I6_rbd_released_and_another_drivers_volume_left_attached(clean_lab, kube, incident, lab_inventory, tmp_path):
+    """Issue 11 item 6 (I6) and issue 17's first case: node-b holds a csi-unity volume (no fence the
+    collection can set) beside the seed-000 RBD volume. The RBD pod is recovered; the other
+    volume's attachment stays, and the report says why."""
+    unity = incident("seed-001")  # a csi-unity VolumeAttachment on node-b
+    state = incident("seed-000")  # then node-b dies with its RBD client alive
+    run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3, "wait_timeout": 60,
+                                                 "report_path": str(tmp_path / "r.json")})
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    volumes = dict((v["pv_name"], v) for v in report["volumes"])
+    assert volumes[unity["pv"]]["safe"] is False and "cannot fence it" in volumes[unity["pv"]]["how"]
+    assert volumes[unity["pv"]]["invariant"] == "I6"
+    assert report["volumeattachments_kept"] == [unity["volumeattachment"]]
+    assert kube.find("volumeattachments", unity["volumeattachment"]) is not None
+    rbd = [v for v in report["volumes"] if v["image"]]
+    assert len(rbd) == 1 and rbd[0]["safe"] is True and rbd[0]["how"].startswith("fenced (blocklist)")
+    assert stuck_phase(kube, state) == "Running"
+
+
+def test_I6_nothing_released_when_the_watcher_is_kept(seed_000, lab_inventory, tmp_path):
+    """Issue 11 item 6 (I6): when the fence plan keeps node-b's watcher (here: another node lists
+    node-b's address too, so it cannot be tied to one node: I1), nothing of node-b is released."""
+    lab, state, kube = seed_000
+    ip = lab.nodes["node-b"]
+    node_c = kube.get("nodes", "node-c")
+    addresses = node_c["status"]["addresses"]
+    kube.patch("nodes", "node-c", {"status": {"addresses": addresses + [{"type": "ExternalIP", "address": ip}]}},
+               subresource="status")
+    try:
+        run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3,
+                                                     "wait_timeout": 60, "report_path": str(tmp_path / "r.json")})
+        assert run.rc == 0, run.stdout[-3000:]
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["fence_plan"]["fence"] == []
+        assert "node-c" in report["fence_plan"]["kept"][0]["reason"]
+        assert report["pods_force_deleted"] == [] and report["volumeattachments_removed"] == []
+        assert report["pods_kept"][0]["invariant"] == "I6"
+        assert state["watchers"][0] not in blocklist(lab)
+        assert kube.find("pods", state["old_pod"], "default") is not None
+    finally:
+        kube.patch("nodes", "node-c", {"status": {"addresses": addresses}}, subresource="status")
