@@ -63,11 +63,13 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 verb = "would be" if r["check_mode"] else "were"
 print("  preflight: node %s Ready=%s, Lease last renewed %s s ago" % (
-    r["failed_node"], r["preflight"]["ready"], r["preflight"]["lease_age_seconds"]))
+    r["failed_node"], r["preflight"]["ready"], r["preflight"]["lease_age"]))
 print("  watchers of the node's images: %s" % [w["address"] for i in r["watchers_before"] for w in i["watchers"]])
 print("  client addresses that %s fenced (%s): %s" % (verb, r["fence_method"], r["fence_plan"].get("fence")))
 print("  watchers kept: %s" % r["fence_plan"].get("kept"))
-print("  Terminating pods that %s force-deleted: %s" % (verb, r["pods_force_deleted"]))
+for v in r["volumes"]:
+    print("  volume %s (%s): %s (%s)" % (v["pv_name"], v["image"] or v["driver"], "made safe" if v["safe"] else "left alone", v["how"]))
+print("  Terminating pods that %s force-deleted (I6): %s" % (verb, r["pods_force_deleted"]))
 print("  claims whose new pods %s waited for: %s" % (verb, r["claims"]))
 PY
 }
