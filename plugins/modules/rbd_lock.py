@@ -21,7 +21,7 @@ description:
     lock alone does not stop the old client writing.
   - O(state=present) takes an advisory lock, exclusive or (with O(tag)) shared.
   - Without O(state), it only lists.
-  - When fencing a locker or breaking a lock fails, the module fails but reports what it did:
+  - When fencing a locker or breaking a lock fails, the module fails but reports what it did,
     the lockers it blocklisted (RV(blocklisted)), the locks it broke (RV(broken)), those it could
     not break (RV(failed_locks)) and C(changed=true) if anything was written. A lock that fails to break
     does not stop the others; nothing is broken when blocklisting the lockers fails.
