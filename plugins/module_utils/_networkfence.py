@@ -87,6 +87,7 @@ ENTRY_OPTIONS = ('name', 'cidrs') + INHERITED
 _MAPPED_V4 = ipaddress.ip_network(u'::ffff:0:0/96')
 _ALL_V4 = ipaddress.ip_network(u'0.0.0.0/0')
 
+
 def normalize_cidr(value):
     """The canonical form of a CIDR block (``10.0.3.0/24``, ``fd00::/120``); a bare address becomes
     a single-address block (``/32``, ``/128``). ValueError with a clear message otherwise."""

@@ -18,7 +18,7 @@ description:
     (C(umount -l)), so that kubelet can mount the volume again once the pod restarts.
   - Healthy mounts are never touched. Hung mounts (the daemon is alive but does not answer within
     O(probe_timeout)) are reported in RV(hung), with a warning, and left alone.
-  - Reports honestly what it did: RV(unmounted) holds only the mounts whose unmount succeeded, RV(failures)
+  - Reports honestly what it did. RV(unmounted) holds only the mounts whose unmount succeeded, RV(failures)
     the others; C(changed) is true when anything was unmounted, also when the module fails.
   - Restarting the affected pods is a Kubernetes-side step; the returned RV(pod_uids) name
     them (the C(volfence.csi) FUSE recovery playbook does both).
