@@ -1,0 +1,685 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Example-based tests of the safety decision layer (plugins/module_utils/_safety.py, issue 11).
+
+Each test names the situation of issue 11 (items 1-6) or the invariant (I1-I6 of docs/safety.md)
+it proves. Kubernetes objects are plain dicts as the API returns them; watchers, locks, blocklist
+entries and fences as the collection's modules return them. The property-based counterpart is
+test__safety_properties.py."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import datetime
+import ipaddress
+import itertools
+import json
+
+import pytest
+
+from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+    MARKER_ANNOTATION,
+    ClusterView,
+    failover_marker,
+    failover_preflight,
+    failover_volumes,
+    fence_cidrs,
+    fence_plan,
+    lock_plan,
+    normalize_ip,
+    normalize_network,
+    read_marker,
+    recovery_plan,
+    release_plan,
+)
+
+NOW = datetime.datetime(2026, 3, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+# --------------------------------------------------------------------------- builders
+
+def node(name, addresses=(), ready='True', boot_id='boot-1', volumes_in_use=(), annotations=None):
+    """A Node as the API returns it. addresses: plain IPs (InternalIP) or (type, address) pairs."""
+    status = {
+        'addresses': [dict(type='InternalIP', address=a) if isinstance(a, str) else dict(type=a[0], address=a[1])
+                      for a in addresses] + [dict(type='Hostname', address=name)],
+        'nodeInfo': {'bootID': boot_id, 'kubeletVersion': 'v1.30.2'},
+        'volumesInUse': list(volumes_in_use),
+    }
+    if ready is not None:
+        status['conditions'] = [
+            dict(type='MemoryPressure', status='False'),
+            dict(type='Ready', status=ready, lastTransitionTime='2026-03-04T11:00:00Z'),
+        ]
+    meta = dict(name=name, uid='uid-' + name)
+    if annotations:
+        meta['annotations'] = dict(annotations)
+    return dict(apiVersion='v1', kind='Node', metadata=meta, status=status)
+
+
+def lease(name, age, namespace='kube-node-lease'):
+    """A node Lease renewed `age` seconds before NOW."""
+    renew = (NOW - datetime.timedelta(seconds=age)).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+    return dict(apiVersion='coordination.k8s.io/v1', kind='Lease',
+                metadata=dict(name=name, namespace=namespace),
+                spec=dict(holderIdentity=name, leaseDurationSeconds=40, renewTime=renew))
+
+
+def image(spec, *addresses, **kw):
+    """An rbd_watchers image: watchers at `addresses` (Ceph's ip:port/nonce)."""
+    return dict(spec=spec, watchers=[dict(address=a) for a in addresses],
+                csi_client_addresses=[dict(node=n, ip=ip) for n, ip in kw.get('recorded', [])])
+
+
+def address_entry(address):
+    ip = address.rsplit(':', 1)[0].strip('[]')
+    return dict(kind='address', entry=address, address=address, ip=ip, cidr=None)
+
+
+def range_entry(cidr):
+    net = ipaddress.ip_network(cidr, strict=False)
+    host = '[%s]' % net.network_address if net.version == 6 else str(net.network_address)
+    return dict(kind='range', entry='cidr:%s:0/%d' % (host, net.prefixlen), address=None, cidr=cidr)
+
+
+def fence(name, *cidrs, **kw):
+    return dict(name=name, fence_state=kw.get('state', 'Fenced'), cidrs=list(cidrs))
+
+
+def lock(image_spec, address, lock_id='auto 140234', locker='client.4711'):
+    return dict(image=image_spec, id=lock_id, locker=locker, address=address)
+
+
+# --------------------------------------------------------------------------- addresses (item 4)
+
+@pytest.mark.parametrize('value, expected', [
+    ('10.0.0.1', '10.0.0.1'),
+    ('10.0.0.1:0/3271234567', '10.0.0.1'),
+    ('v2:10.0.0.1:3300/0', '10.0.0.1'),
+    ('::ffff:10.0.0.1', '10.0.0.1'),
+    ('::FFFF:10.0.0.1', '10.0.0.1'),
+    ('::ffff:a00:1', '10.0.0.1'),
+    ('[::ffff:10.0.0.1]:0/0', '10.0.0.1'),
+    ('v1:[::ffff:10.0.0.1]:6789/12', '10.0.0.1'),
+    ('0:0:0:0:0:ffff:0a00:0001', '10.0.0.1'),
+    ('[fd00::12]:0/77', 'fd00::12'),
+    ('fd00:0:0:0:0:0:0:12', 'fd00::12'),
+    (ipaddress.ip_address(u'::ffff:10.0.0.1'), '10.0.0.1'),
+])
+def test_item4_normalize_ip_unmaps_ipv4_mapped_and_drops_port_and_nonce(value, expected):
+    assert normalize_ip(value) == ipaddress.ip_address(u'%s' % expected)
+
+
+@pytest.mark.parametrize('value', [None, '', 'node-a', 'node-a.example.com', '10.0.0.256', '[::1', 'cidr:10.0.0.0/24'])
+def test_normalize_ip_names_no_host_for_non_addresses(value):
+    assert normalize_ip(value) is None
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('10.0.0.0/24', '10.0.0.0/24'),
+    ('10.0.0.7/24', '10.0.0.0/24'),
+    ('::ffff:10.0.0.0/120', '10.0.0.0/24'),
+    ('::ffff:10.0.0.5/128', '10.0.0.5/32'),
+    ('cidr:10.0.3.0:0/24', '10.0.3.0/24'),
+    ('cidr:[::ffff:10.0.3.0]:0/120', '10.0.3.0/24'),
+    ('[fd00::]:0/64', 'fd00::/64'),
+    ('10.0.0.9', '10.0.0.9/32'),
+    ('::ffff:10.0.0.9', '10.0.0.9/32'),
+])
+def test_item4_normalize_network_unmaps_ipv4_mapped_ranges(value, expected):
+    assert normalize_network(value) == ipaddress.ip_network(u'%s' % expected)
+
+
+def test_item4_cluster_view_sees_one_host_behind_every_form_and_address_type():
+    view = ClusterView([node('node-a', [('InternalIP', '10.0.0.11'), ('ExternalIP', '::ffff:203.0.113.5')]),
+                        node('node-b', [('InternalIPv6', '::ffff:10.0.0.11')])])
+    assert view.owners_of('[::ffff:10.0.0.11]:0/1') == ['node-a', 'node-b']
+    assert view.owners_of('203.0.113.5:0/9') == ['node-a']
+    assert view.nodes_in('::ffff:10.0.0.0/120') == ['node-a', 'node-b']
+    assert view.nodes_in('10.0.0.0/24', exclude='node-a') == ['node-b']
+
+
+# --------------------------------------------------------------------------- I1 / item 1: shared addresses
+
+@pytest.mark.parametrize('failed, healthy', [('node-b', 'node-a'), ('node-b', 'node-z'), ('a-failed', 'b-healthy')])
+def test_item1_address_shared_with_a_ready_node_is_never_fenced_whatever_the_names_order(failed, healthy):
+    nodes = [node(failed, ['10.0.0.12', '10.0.0.50'], ready='False'), node(healthy, ['10.0.0.11', '10.0.0.50'])]
+    images = [image('rbd/a', '10.0.0.50:0/1', '10.0.0.12:0/2')]
+    for order in (nodes, nodes[::-1]):
+        plan = fence_plan(images, failed, order, now=NOW)
+        assert plan['refused'] is None
+        assert plan['fence'] == ['10.0.0.12:0/2']
+        assert [(k['address'], k['invariant']) for k in plan['kept']] == [('10.0.0.50:0/1', 'I1')]
+        assert 'Ready node %s' % healthy in plan['kept'][0]['reason']
+        cidrs = fence_cidrs(failed, order, now=NOW)
+        assert cidrs['cidrs'] == ['10.0.0.12/32']
+        assert [k['address'] for k in cidrs['kept']] == ['10.0.0.50']
+
+
+def test_item1_external_ip_shared_with_a_ready_node_is_not_fenced():
+    nodes = [node('node-a', [('InternalIP', '10.0.0.11'), ('ExternalIP', '203.0.113.5')]),
+             node('node-b', [('InternalIP', '10.0.0.12'), ('ExternalIP', '203.0.113.5')], ready='False')]
+    plan = fence_plan([image('rbd/a', '203.0.113.5:0/7', '10.0.0.12:0/8')], 'node-b', nodes, now=NOW)
+    assert plan['fence'] == ['10.0.0.12:0/8']
+    assert plan['kept'][0]['address'] == '203.0.113.5:0/7' and 'node-a' in plan['kept'][0]['reason']
+    assert fence_cidrs('node-b', nodes, now=NOW)['cidrs'] == ['10.0.0.12/32']
+
+
+def test_item1_address_shared_by_two_down_nodes_cannot_be_tied_to_one_and_is_not_fenced():
+    nodes = [node('node-b', ['10.0.0.12', '10.0.0.60'], ready='False'),
+             node('node-c', [('ExternalIP', '10.0.0.60')], ready='Unknown')]
+    plan = fence_plan([image('rbd/a', '10.0.0.60:0/1')], 'node-b', nodes, now=NOW)
+    assert plan['fence'] == [] and 'share' in plan['kept'][0]['reason']
+    assert fence_cidrs('node-b', nodes, now=NOW)['cidrs'] == ['10.0.0.12/32']
+
+
+def test_item1_fence_plan_does_not_depend_on_the_order_of_nodes():
+    nodes = [node('node-a', ['10.0.0.11', '10.0.0.70']), node('node-b', ['10.0.0.12', '10.0.0.70'], ready='False'),
+             node('node-c', ['10.0.0.13', '10.0.0.12'], ready='False'), node('node-d', [], ready='False')]
+    images = [image('rbd/a', '10.0.0.70:0/1', '10.0.0.12:0/2', '10.0.0.13:0/3', '10.244.1.5:0/4',
+                    recorded=[('node-b', '10.244.1.5')])]
+    plans = [fence_plan(images, 'node-b', list(order), now=NOW) for order in itertools.permutations(nodes)]
+    assert all(plan == plans[0] for plan in plans)
+    assert plans[0]['fence'] == ['10.244.1.5:0/4']
+    cidrs = [fence_cidrs('node-b', list(order), now=NOW) for order in itertools.permutations(nodes)]
+    assert all(c == cidrs[0] for c in cidrs) and cidrs[0]['cidrs'] == []
+
+
+def test_I1_watcher_of_another_down_node_is_not_fenced_by_this_failover():
+    nodes = [node('node-b', ['10.0.0.12'], ready='False'), node('node-c', ['10.0.0.13'], ready='False')]
+    plan = fence_plan([image('rbd/a', '10.0.0.13:0/1')], 'node-b', nodes, now=NOW)
+    assert plan['fence'] == [] and 'not the failed node' in plan['kept'][0]['reason']
+
+
+def test_I1_ceph_daemon_address_is_never_fenced_in_any_form():
+    nodes = [node('node-b', ['10.0.0.12'], ready='False')]
+    images = [image('rbd/a', '10.0.0.12:0/5')]
+    for daemon in ('v2:10.0.0.12:3300/0', '[::ffff:10.0.0.12]:6789/0', '::ffff:10.0.0.12'):
+        plan = fence_plan(images, 'node-b', nodes, daemon_addresses=[daemon], now=NOW)
+        assert plan['fence'] == [] and 'Ceph daemon' in plan['kept'][0]['reason']
+    assert fence_plan(images, 'node-b', nodes, daemon_addresses=['10.0.0.99:6789/0'], now=NOW)['fence'] == ['10.0.0.12:0/5']
+
+
+def test_I1_pod_network_watcher_is_fenced_only_when_recorded_for_the_failed_node_or_fence_unknown():
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False')]
+    recorded = fence_plan([image('rbd/a', '10.244.2.7:0/9', recorded=[('node-b', '::ffff:10.244.2.7')])],
+                          'node-b', nodes, now=NOW)
+    assert recorded['fence'] == ['10.244.2.7:0/9']
+    other = fence_plan([image('rbd/a', '10.244.2.7:0/9', recorded=[('node-a', '10.244.2.7')])], 'node-b', nodes, now=NOW)
+    assert other['fence'] == [] and 'no node' in other['kept'][0]['reason']
+    unknown = fence_plan([image('rbd/a', '10.244.2.7:0/9')], 'node-b', nodes, fence_unknown=True, now=NOW)
+    assert unknown['fence'] == ['10.244.2.7:0/9']
+
+
+def test_I1_unreadable_watcher_address_is_kept():
+    plan = fence_plan([image('rbd/a', 'garbage')], 'node-b', [node('node-b', ['10.0.0.12'], ready='False')],
+                      fence_unknown=True, now=NOW)
+    assert plan['fence'] == [] and 'cannot be read' in plan['kept'][0]['reason']
+
+
+def test_I1_failed_node_ready_is_refused_even_with_force():
+    nodes = [node('node-b', ['10.0.0.12'])]
+    for force in (False, True):
+        plan = fence_plan([image('rbd/a', '10.0.0.12:0/1')], 'node-b', nodes, force=force, now=NOW)
+        assert plan['fence'] == [] and 'is Ready' in plan['refused']
+        cidrs = fence_cidrs('node-b', nodes, force=force, now=NOW)
+        assert cidrs['cidrs'] == [] and cidrs['refused']
+
+
+def test_I1_failed_node_with_fresh_lease_is_refused_unless_force():
+    nodes = [node('node-b', ['10.0.0.12'], ready='Unknown')]
+    images = [image('rbd/a', '10.0.0.12:0/1')]
+    fresh = [lease('node-b', 30)]
+    plan = fence_plan(images, 'node-b', nodes, fresh, lease_grace=120, now=NOW)
+    assert plan['fence'] == [] and 'Lease' in plan['refused']
+    assert fence_cidrs('node-b', nodes, fresh, lease_grace=120, now=NOW)['cidrs'] == []
+    assert fence_plan(images, 'node-b', nodes, fresh, lease_grace=120, force=True, now=NOW)['fence'] == ['10.0.0.12:0/1']
+    assert fence_cidrs('node-b', nodes, fresh, force=True, now=NOW)['cidrs'] == ['10.0.0.12/32']
+    stale = [lease('node-b', 600)]
+    assert fence_plan(images, 'node-b', nodes, stale, lease_grace=120, now=NOW)['fence'] == ['10.0.0.12:0/1']
+    # a Lease of the same name outside kube-node-lease is not the node's
+    other_ns = [lease('node-b', 5, namespace='default')]
+    assert fence_plan(images, 'node-b', nodes, other_ns, now=NOW)['refused'] is None
+
+
+def test_I1_missing_failed_node_is_refused():
+    plan = fence_plan([image('rbd/a', '10.0.0.12:0/1')], 'node-x', [node('node-b', ['10.0.0.12'], ready='False')],
+                      fence_unknown=True, now=NOW)
+    assert plan['fence'] == [] and 'does not exist' in plan['refused']
+
+
+# --------------------------------------------------------------------------- item 4: IPv4-mapped IPv6, address-less Ready node
+
+@pytest.mark.parametrize('listed, watcher', [
+    ('10.0.0.11', '[::ffff:10.0.0.11]:0/5'),
+    ('::ffff:10.0.0.11', '10.0.0.11:0/5'),
+    ('::ffff:10.0.0.11', '[::ffff:10.0.0.11]:0/5'),
+    ('0:0:0:0:0:ffff:a00:b', '10.0.0.11:0/5'),
+])
+def test_item4_ipv4_mapped_watcher_of_a_ready_node_is_not_fenced(listed, watcher):
+    nodes = [node('node-a', [listed]), node('node-b', ['10.0.0.12', '10.0.0.11'], ready='False')]
+    plan = fence_plan([image('rbd/a', watcher)], 'node-b', nodes, fence_unknown=True, now=NOW)
+    assert plan['fence'] == [] and 'Ready node node-a' in plan['kept'][0]['reason']
+    assert fence_cidrs('node-b', nodes, now=NOW)['cidrs'] == ['10.0.0.12/32']
+
+
+def test_item4_ipv4_mapped_failed_node_address_is_fenced_as_ipv4():
+    nodes = [node('node-b', ['::ffff:10.0.0.12'], ready='False')]
+    assert fence_plan([image('rbd/a', '10.0.0.12:0/5')], 'node-b', nodes, now=NOW)['fence'] == ['10.0.0.12:0/5']
+    assert fence_cidrs('node-b', nodes, now=NOW)['cidrs'] == ['10.0.0.12/32']
+
+
+def test_item4_ready_node_listing_no_ip_protects_unlisted_addresses():
+    nodes = [node('node-a', []), node('node-b', ['10.0.0.12'], ready='False')]
+    images = [image('rbd/a', '10.0.0.31:0/5', '10.0.0.12:0/6', recorded=[('node-b', '10.0.0.31')])]
+    for fence_unknown in (False, True):
+        plan = fence_plan(images, 'node-b', nodes, fence_unknown=fence_unknown, now=NOW)
+        assert plan['fence'] == ['10.0.0.12:0/6']
+        assert 'list no address' in plan['kept'][0]['reason']
+    preflight = failover_preflight('node-b', nodes, now=NOW)
+    assert preflight['addressless_ready'] == ['node-a'] and preflight['refused'] is None
+
+
+def test_failover_preflight_reports_readiness_shared_addresses_and_refusal():
+    nodes = [node('node-a', ['10.0.0.11', '10.0.0.50']), node('node-b', ['10.0.0.12', '::ffff:10.0.0.50'])]
+    ready = failover_preflight('node-b', nodes, now=NOW)
+    assert ready['refused'].startswith('refusing to fence node-b: it is Ready')
+    assert ready['shared_addresses'] == {'10.0.0.50': ['node-a', 'node-b']}
+    assert ready['addresses'] == ['10.0.0.12', '10.0.0.50'] and ready['ready_nodes'] == ['node-a']
+    down = [node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-7')]
+    fresh = failover_preflight('node-b', down, [lease('node-b', 10)], lease_grace=120, now=NOW)
+    assert 'Lease' in fresh['refused'] and 'force=true' in fresh['refused']
+    forced = failover_preflight('node-b', down, [lease('node-b', 10)], force=True, now=NOW)
+    assert forced['refused'] is None and forced['boot_id'] == 'boot-7'
+    missing = failover_preflight('node-x', down, now=NOW)
+    assert missing['exists'] is False and 'not found' in missing['refused']
+
+
+# --------------------------------------------------------------------------- I2 / item 2: recovery lifts only the node's own fences
+
+def recovered_cluster(**kw):
+    """node-b recovered (Ready, fresh Lease, new bootID); node-c and node-d still dead in the same /24."""
+    nodes = [node('node-a', ['10.0.0.11']),
+             node('node-b', ['10.0.0.12', ('ExternalIP', '203.0.113.12')], boot_id=kw.get('boot_id', 'boot-2')),
+             node('node-c', ['10.0.0.13'], ready='False'),
+             node('node-d', [('InternalIP', '::ffff:10.0.0.14')], ready='Unknown')]
+    leases = [lease('node-b', 5), lease('node-c', 900)]
+    return nodes, leases
+
+
+def marker(boot_id='boot-1', blocklist=(), networkfences=()):
+    return dict(boot_id=boot_id, fenced_at='2026-03-04T10:00:00Z', blocklist=list(blocklist),
+                networkfences=list(networkfences))
+
+
+def test_item2_recovery_keeps_a_24_range_and_other_nodes_entries_inside_it():
+    nodes, leases = recovered_cluster()
+    entries = [address_entry('10.0.0.12:0/3271234567'), address_entry('10.0.0.13:0/42'),
+               address_entry('[::ffff:10.0.0.14]:0/43'), range_entry('10.0.0.0/24'), range_entry('10.0.0.12/32'),
+               address_entry('10.9.9.9:0/1')]
+    plan = recovery_plan('node-b', nodes, entries, [], marker(), leases, now=NOW)
+    assert plan['refused'] is None
+    assert plan['remove_addresses'] == ['10.0.0.12:0/3271234567']
+    assert plan['remove_cidrs'] == ['10.0.0.12/32']
+    kept = dict((k['entry'], k['reason']) for k in plan['kept'])
+    assert list(kept) == ['cidr:10.0.0.0:0/24']
+    assert 'node-c' in kept['cidr:10.0.0.0:0/24'] and 'node-d' in kept['cidr:10.0.0.0:0/24']
+    assert all(k['invariant'] == 'I2' for k in plan['kept'])
+
+
+def test_item2_ipv4_mapped_range_covering_other_nodes_is_kept():
+    nodes, leases = recovered_cluster()
+    plan = recovery_plan('node-b', nodes, [range_entry('::ffff:10.0.0.0/120')], [], marker(), leases, now=NOW)
+    assert plan['remove_cidrs'] == [] and 'node-c' in plan['kept'][0]['reason']
+
+
+def test_item2_wide_range_covering_no_other_node_is_kept_as_it_may_fence_other_clients():
+    nodes, leases = recovered_cluster()
+    plan = recovery_plan('node-b', nodes, [range_entry('203.0.113.0/24')], [], marker(), leases, now=NOW)
+    assert plan['remove_cidrs'] == [] and 'no node lists' in plan['kept'][0]['reason']
+
+
+def test_item2_address_shared_with_a_dead_node_is_kept():
+    nodes, leases = recovered_cluster()
+    nodes[2] = node('node-c', ['10.0.0.13', '203.0.113.12'], ready='False')
+    plan = recovery_plan('node-b', nodes, [address_entry('203.0.113.12:0/9')], [], marker(), leases, now=NOW)
+    assert plan['remove_addresses'] == [] and 'node-c' in plan['kept'][0]['reason']
+
+
+def test_item2_entry_recorded_by_the_failover_is_removed_even_from_an_address_the_node_no_longer_lists():
+    nodes, leases = recovered_cluster()
+    entries = [address_entry('10.244.3.9:0/77'), address_entry('10.244.3.9:0/78'), address_entry('10.244.3.9:0/0'),
+               address_entry('10.244.3.10:0/1')]
+    plan = recovery_plan('node-b', nodes, entries, [], marker(blocklist=['[::ffff:10.244.3.9]:0/77']), leases, now=NOW)
+    assert plan['remove_addresses'] == ['10.244.3.9:0/77']
+    # an entry blocking every client of that IP was not the failover's: kept, and said why
+    assert [k['entry'] for k in plan['kept']] == ['10.244.3.9:0/0'] and 'not recorded' in plan['kept'][0]['reason']
+
+
+def test_item2_networkfence_covering_several_nodes_is_kept_even_when_the_failover_made_it():
+    nodes, leases = recovered_cluster()
+    fences = [fence('fence-node-b', '10.0.0.12/32', '203.0.113.12/32'),
+              fence('fence-subnet', '10.0.0.0/24'),
+              fence('fence-b-and-c', '10.0.0.12/32', '10.0.0.13/32'),
+              fence('fence-mapped', '::ffff:10.0.0.12/128', '::ffff:10.0.0.14/128'),
+              fence('fence-node-c', '10.0.0.13/32'),
+              fence('fence-old', '10.0.0.12/32', state='Unfenced')]
+    plan = recovery_plan('node-b', nodes, [], fences, marker(networkfences=['fence-subnet', 'fence-b-and-c']), leases,
+                         now=NOW)
+    assert plan['unfence'] == ['fence-node-b']
+    kept = dict((k['networkfence'], k['reason']) for k in plan['kept'])
+    assert sorted(kept) == ['fence-b-and-c', 'fence-mapped', 'fence-subnet']
+    assert 'node-c' in kept['fence-b-and-c'] and 'node-d' in kept['fence-mapped']
+    assert 'node-c' in kept['fence-subnet'] and 'node-d' in kept['fence-subnet']
+
+
+def test_item2_networkfence_of_the_failover_is_unfenced_and_a_foreign_wide_one_kept():
+    nodes, leases = recovered_cluster()
+    fences = [fence('fence-wide', '203.0.113.0/24'), fence('fence-made', '203.0.112.0/23')]
+    plan = recovery_plan('node-b', nodes, [], fences, marker(networkfences=['fence-made']), leases, now=NOW)
+    assert plan['unfence'] == ['fence-made']
+    assert [k['networkfence'] for k in plan['kept']] == ['fence-wide']
+
+
+# --------------------------------------------------------------------------- I3: recovered means restarted
+
+def all_lifts(plan):
+    return plan['remove_addresses'] + plan['remove_cidrs'] + plan['unfence']
+
+
+def i3_inputs():
+    entries = [address_entry('10.0.0.12:0/3271234567'), range_entry('10.0.0.12/32')]
+    fences = [fence('fence-node-b', '10.0.0.12/32')]
+    return entries, fences
+
+
+def test_I3_unchanged_boot_id_is_refused_unless_force():
+    nodes, leases = recovered_cluster(boot_id='boot-1')
+    entries, fences = i3_inputs()
+    plan = recovery_plan('node-b', nodes, entries, fences, marker(boot_id='boot-1'), leases, now=NOW)
+    assert all_lifts(plan) == [] and 'has not rebooted' in plan['refused']
+    forced = recovery_plan('node-b', nodes, entries, fences, marker(boot_id='boot-1'), leases, force=True, now=NOW)
+    assert forced['refused'] is None and 'has not rebooted' in forced['evidence']['forced_past']
+    assert all_lifts(forced) == ['10.0.0.12:0/3271234567', '10.0.0.12/32', 'fence-node-b']
+
+
+@pytest.mark.parametrize('record', [None, {}, dict(boot_id=None, blocklist=['10.0.0.12:0/3271234567'])])
+def test_I3_no_marker_or_no_recorded_boot_id_is_refused_unless_force(record):
+    nodes, leases = recovered_cluster()
+    entries, fences = i3_inputs()
+    plan = recovery_plan('node-b', nodes, entries, fences, record, leases, now=NOW)
+    assert all_lifts(plan) == [] and 'cannot prove it restarted' in plan['refused']
+    forced = recovery_plan('node-b', nodes, entries, fences, record, leases, force=True, now=NOW)
+    assert forced['refused'] is None and forced['remove_addresses'] == ['10.0.0.12:0/3271234567']
+
+
+def test_I3_changed_boot_id_with_ready_node_and_fresh_lease_is_accepted():
+    nodes, leases = recovered_cluster(boot_id='boot-2')
+    entries, fences = i3_inputs()
+    plan = recovery_plan('node-b', nodes, entries, fences, marker(boot_id='boot-1'), leases, now=NOW)
+    assert plan['refused'] is None
+    assert plan['evidence']['boot_id'] == 'boot-2' and plan['evidence']['fenced_boot_id'] == 'boot-1'
+    assert all_lifts(plan) == ['10.0.0.12:0/3271234567', '10.0.0.12/32', 'fence-node-b']
+
+
+def test_I3_node_without_boot_id_not_ready_or_stale_lease_is_refused():
+    entries, fences = i3_inputs()
+    nodes, leases = recovered_cluster(boot_id='')
+    assert 'reports no bootID' in recovery_plan('node-b', nodes, entries, fences, marker(), leases, now=NOW)['refused']
+    nodes, leases = recovered_cluster()
+    nodes[1]['status']['conditions'][1]['status'] = 'False'
+    assert 'not Ready' in recovery_plan('node-b', nodes, entries, fences, marker(), leases, now=NOW)['refused']
+    nodes = recovered_cluster()[0]
+    for stale in ([], [lease('node-b', 3600)]):
+        plan = recovery_plan('node-b', nodes, entries, fences, marker(), stale, lease_fresh=60, now=NOW)
+        assert all_lifts(plan) == [] and 'Lease' in plan['refused']
+    assert 'does not exist' in recovery_plan('node-x', nodes, entries, fences, marker(), now=NOW)['refused']
+
+
+def test_I3_marker_round_trips_through_the_node_annotation_and_the_report():
+    failed = node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-1')
+    text = failover_marker(failed, ['10.0.0.12:0/2', '10.0.0.12:0/1', '10.0.0.12:0/1'], ['fence-node-b'],
+                           fenced_at='2026-03-04T10:00:00Z')
+    annotated = node('node-b', ['10.0.0.12'], boot_id='boot-2', annotations={MARKER_ANNOTATION: text})
+    record = read_marker(annotated)
+    assert record == dict(boot_id='boot-1', fenced_at='2026-03-04T10:00:00Z',
+                          blocklist=['10.0.0.12:0/1', '10.0.0.12:0/2'], networkfences=['fence-node-b'])
+    report = dict(generated='2026-03-04T10:00:01Z', preflight=dict(boot_id='boot-1'),
+                  fence_plan=dict(fence=['10.0.0.12:0/1']), networkfences=[])
+    from_report = read_marker(node('node-b', ['10.0.0.12']), report)
+    assert from_report['boot_id'] == 'boot-1' and from_report['blocklist'] == ['10.0.0.12:0/1']
+    assert read_marker(node('node-b', ['10.0.0.12'])) is None
+    broken = node('node-b', ['10.0.0.12'], annotations={MARKER_ANNOTATION: '{not json'})
+    assert read_marker(broken) is None
+    # the annotation beats the report
+    assert read_marker(annotated, dict(marker=dict(boot_id='other')))['boot_id'] == 'boot-1'
+    leases = recovered_cluster()[1]
+    plan = recovery_plan('node-b', [annotated], [address_entry('10.0.0.12:0/1')], [], record, leases, now=NOW)
+    assert plan['refused'] is None and plan['remove_addresses'] == ['10.0.0.12:0/1']
+
+
+# --------------------------------------------------------------------------- I4 / item 3: live locks
+
+def lock_cluster():
+    nodes = [node('node-a', ['10.0.0.11'], volumes_in_use=['kubernetes.io/rbd/rbd:img-used']),
+             node('node-b', ['10.0.0.12'], ready='False'),
+             node('node-c', ['10.0.0.13'], ready='Unknown'),
+             node('node-p', ['10.0.0.20'], ready='False')]
+    leases = [lease('node-b', 900), lease('node-c', 15)]
+    return nodes, leases
+
+
+def broken(plan):
+    return [(b['image'], b['address']) for b in plan['break']]
+
+
+def test_item3_lock_of_a_down_node_with_a_stale_lease_is_broken():
+    nodes, leases = lock_cluster()
+    plan = lock_plan([lock('rbd/img', '10.0.0.12:0/1')], 'node-p', nodes, leases, lease_grace=120, now=NOW)
+    assert broken(plan) == [('rbd/img', '10.0.0.12:0/1')] and plan['kept'] == []
+
+
+def test_item3_lock_held_by_a_ready_node_is_refused_without_force():
+    nodes, leases = lock_cluster()
+    plan = lock_plan([lock('rbd/img', '[::ffff:10.0.0.11]:0/1')], 'node-p', nodes, leases, now=NOW)
+    assert plan['break'] == [] and 'is Ready' in plan['kept'][0]['reason'] and plan['kept'][0]['invariant'] == 'I4'
+    forced = lock_plan([lock('rbd/img', '10.0.0.11:0/1')], 'node-p', nodes, leases, force=True, now=NOW)
+    assert broken(forced) == [('rbd/img', '10.0.0.11:0/1')] and 'is Ready' in forced['break'][0]['forced_past']
+
+
+def test_item3_lock_whose_ready_holder_lists_the_image_in_use_is_refused_even_with_force():
+    nodes, leases = lock_cluster()
+    for force in (False, True):
+        plan = lock_plan([lock('rbd/img-used', '10.0.0.11:0/1')], 'node-p', nodes, leases, force=force, now=NOW)
+        assert plan['break'] == [] and 'volumes in use' in plan['kept'][0]['reason']
+
+
+@pytest.mark.parametrize('held', [
+    lock('rbd/img-used', '10.0.0.11:0/1', lock_id='kubelet_lock_magic_node-b'),
+    lock('rbd/img-used', '10.0.0.50:0/1'),
+])
+def test_item3_lock_that_may_be_held_by_a_ready_node_using_the_image_is_refused_even_with_force(held):
+    # the holder cannot be tied to one node (name and address disagree, or a shared address), but
+    # one candidate is Ready and lists the image in volumesInUse: force must not break it
+    nodes, leases = lock_cluster()
+    nodes[0]['status']['addresses'].append(dict(type='ExternalIP', address='10.0.0.50'))
+    nodes[1]['status']['addresses'].append(dict(type='InternalIP', address='::ffff:10.0.0.50'))
+    for force in (False, True):
+        plan = lock_plan([held], 'node-p', nodes, leases, force=force, now=NOW)
+        assert plan['break'] == [] and 'volumes in use' in plan['kept'][0]['reason']
+
+
+def test_item3_lock_held_by_a_node_with_a_fresh_lease_is_refused_without_force():
+    nodes, leases = lock_cluster()
+    plan = lock_plan([lock('rbd/img', '10.0.0.13:0/1')], 'node-p', nodes, leases, lease_grace=120, now=NOW)
+    assert plan['break'] == [] and 'Lease' in plan['kept'][0]['reason']
+    assert broken(lock_plan([lock('rbd/img', '10.0.0.13:0/1')], 'node-p', nodes, leases, force=True, now=NOW))
+
+
+@pytest.mark.parametrize('held', [
+    lock('rbd/img', '10.244.5.5:0/1'),
+    lock('rbd/img', 'garbage'),
+    lock('rbd/img', '10.0.0.12:0/1', lock_id='kubelet_lock_magic_node-c'),
+    lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-ghost'),
+])
+def test_item3_lock_not_tied_to_one_existing_node_is_refused_without_force(held):
+    nodes, leases = lock_cluster()
+    plan = lock_plan([held], 'node-p', nodes, leases, now=NOW)
+    assert plan['break'] == [] and plan['kept'][0]['reason']
+    assert len(lock_plan([held], 'node-p', nodes, leases, force=True, now=NOW)['break']) == 1
+
+
+def test_item3_lock_from_an_address_two_nodes_share_is_refused_without_force():
+    nodes, leases = lock_cluster()
+    nodes.append(node('node-e', [('ExternalIP', '10.0.0.12')], ready='False'))
+    plan = lock_plan([lock('rbd/img', '10.0.0.12:0/1')], 'node-p', nodes, leases, now=NOW)
+    assert plan['break'] == [] and 'share' in plan['kept'][0]['reason']
+
+
+def test_item3_in_tree_lock_id_ties_the_holder_when_the_address_is_unlisted():
+    nodes, leases = lock_cluster()
+    plan = lock_plan([lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-b')], 'node-p', nodes, leases,
+                     now=NOW)
+    assert len(plan['break']) == 1
+    ready = lock_plan([lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-a')], 'node-p', nodes,
+                      leases, now=NOW)
+    assert ready['break'] == [] and 'is Ready' in ready['kept'][0]['reason']
+
+
+@pytest.mark.parametrize('held', [
+    lock('rbd/img', '10.0.0.20:0/1'),
+    lock('rbd/img', '[::ffff:10.0.0.20]:0/1'),
+    lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-p'),
+    lock('rbd/img', '10.0.0.12:0/1', lock_id='kubelet_lock_magic_node-p'),
+])
+def test_item3_lock_of_the_stuck_pods_own_node_is_never_broken(held):
+    nodes, leases = lock_cluster()
+    for force in (False, True):
+        plan = lock_plan([held], 'node-p', nodes, leases, force=force, now=NOW)
+        assert plan['break'] == [] and 'own node node-p' in plan['kept'][0]['reason']
+
+
+# --------------------------------------------------------------------------- I6 / item 6: unfenced volumes are not released
+
+def terminating_pod(name, *claims, **kw):
+    volumes = [dict(name='v%d' % i, persistentVolumeClaim=dict(claimName=c)) for i, c in enumerate(claims)]
+    volumes += kw.get('inline', [])
+    meta = dict(name=name, namespace='ns', uid='uid-' + name)
+    if kw.get('terminating', True):
+        meta['deletionTimestamp'] = '2026-03-04T11:59:00Z'
+    return dict(metadata=meta, spec=dict(nodeName='node-b', volumes=volumes))
+
+
+def rbd_volume(n, image_spec='rbd/img-%d'):
+    return dict(pv='pv-%d' % n, driver='rbd.csi.ceph.com', kind='rbd-csi', image=image_spec % n,
+                attachments=['va-%d' % n], claims=['ns/claim-%d' % n])
+
+
+def other_volume(n):
+    return dict(pv='pv-%d' % n, driver='ebs.csi.aws.com', kind='csi', image=None, attachments=['va-%d' % n],
+                claims=['ns/claim-%d' % n])
+
+
+def i6_release(volumes, pods, **kw):
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False')]
+    images = kw.pop('images')
+    plan = fence_plan(images, 'node-b', nodes, now=NOW)
+    return release_plan('node-b', volumes, pods, images=images, fence=plan, **kw)
+
+
+def safe_map(plan):
+    return dict((v['pv'], v['safe']) for v in plan['volumes'])
+
+
+def test_item6_volume_with_a_kept_watcher_is_not_released():
+    volumes = [rbd_volume(1), rbd_volume(2)]
+    images = [image('rbd/img-1', '10.0.0.12:0/1', '10.0.0.11:0/2'), image('rbd/img-2', '10.0.0.12:0/3')]
+    pods = [terminating_pod('p1', 'claim-1'), terminating_pod('p2', 'claim-2'), terminating_pod('p12', 'claim-1', 'claim-2')]
+    plan = i6_release(volumes, pods, images=images, watchers_after=[image('rbd/img-1', '10.0.0.11:0/2')])
+    assert safe_map(plan) == {'pv-1': False, 'pv-2': True}
+    assert 'watcher(s) kept' in plan['volumes'][0]['how']
+    assert [p['name'] for p in plan['delete_pods']] == ['p2']
+    assert sorted(p['pod'] for p in plan['kept_pods']) == ['ns/p1', 'ns/p12']
+    assert plan['remove_attachments'] == ['va-2'] and plan['kept_attachments'] == ['va-1']
+
+
+def test_item6_missing_image_is_not_released():
+    volumes = [rbd_volume(1), rbd_volume(2)]
+    images = [image('rbd/img-2', '10.0.0.12:0/3')]
+    plan = i6_release(volumes, [terminating_pod('p1', 'claim-1')], images=images,
+                      missing=[dict(spec='rbd/img-1')], watchers_after=[image('rbd/img-2')])
+    assert safe_map(plan) == {'pv-1': False, 'pv-2': True}
+    assert 'not found on Ceph' in plan['volumes'][0]['how']
+    assert plan['delete_pods'] == [] and plan['remove_attachments'] == ['va-2']
+    # listed both as found and missing: still not proven
+    both = i6_release([rbd_volume(2)], [], images=images, missing=[dict(spec='rbd/img-2')])
+    assert safe_map(both) == {'pv-2': False}
+
+
+def test_item6_other_driver_is_released_only_under_the_out_of_service_taint():
+    volumes = [other_volume(1)]
+    pods = [terminating_pod('p1', 'claim-1')]
+    plain = i6_release(volumes, pods, images=[])
+    assert safe_map(plain) == {'pv-1': False} and 'cannot fence it' in plain['volumes'][0]['how']
+    assert plain['delete_pods'] == [] and plain['remove_attachments'] == []
+    tainted = i6_release(volumes, pods, images=[], out_of_service_taint=True)
+    assert safe_map(tainted) == {'pv-1': True} and 'out-of-service' in tainted['volumes'][0]['how']
+    assert [p['name'] for p in tainted['delete_pods']] == ['p1'] and tainted['remove_attachments'] == ['va-1']
+
+
+def test_item6_watcher_still_there_after_the_fence_is_not_released():
+    images = [image('rbd/img-1', '10.0.0.12:0/1')]
+    plan = i6_release([rbd_volume(1)], [terminating_pod('p1', 'claim-1')], images=images, watchers_after=images)
+    assert safe_map(plan) == {'pv-1': False} and 'still there' in plan['volumes'][0]['how']
+    predicted = i6_release([rbd_volume(1)], [terminating_pod('p1', 'claim-1')], images=images, watchers_after=None)
+    assert safe_map(predicted) == {'pv-1': True}
+
+
+def test_item6_pods_with_unknown_claims_inline_volumes_or_missing_pv_are_kept():
+    volumes = [rbd_volume(1), dict(rbd_volume(2), pv=None)]
+    images = [image('rbd/img-1', '10.0.0.12:0/1'), image('rbd/img-2', '10.0.0.12:0/2')]
+    pods = [terminating_pod('unknown-claim', 'claim-1', 'claim-9'),
+            terminating_pod('inline', 'claim-1', inline=[dict(name='scratch', csi=dict(driver='rbd.csi.ceph.com'))]),
+            terminating_pod('no-pv', 'claim-2'),
+            terminating_pod('running', 'claim-1', terminating=False),
+            terminating_pod('no-claims'),
+            terminating_pod('ok', 'claim-1')]
+    plan = i6_release(volumes, pods, images=images)
+    assert safe_map(plan) == {'pv-1': True, None: False}
+    assert [p['name'] for p in plan['delete_pods']] == ['no-claims', 'ok']
+    assert sorted(p['pod'] for p in plan['kept_pods']) == ['ns/inline', 'ns/no-pv', 'ns/unknown-claim']
+    assert all(p['invariant'] == 'I6' for p in plan['kept_pods'])
+
+
+def test_item6_networkfence_releases_only_watchers_inside_a_fence_reported_fenced():
+    volumes = [rbd_volume(1), rbd_volume(2)]
+    images = [image('rbd/img-1', '[::ffff:10.0.0.12]:0/1'),
+              image('rbd/img-2', '10.0.0.12:0/2', '10.244.7.7:0/3', recorded=[('node-b', '10.244.7.7')])]
+    fence_ = dict(fence=[], kept=[], by_image={}, refused=None)
+    common = dict(fence_method='networkfence', images=images, fence=fence_, fenced_cidrs=['10.0.0.12/32'])
+    not_ok = release_plan('node-b', volumes, [], networkfence_ok=False, **common)
+    assert safe_map(not_ok) == {'pv-1': False, 'pv-2': False}
+    ok = release_plan('node-b', volumes, [], networkfence_ok=True, **common)
+    assert safe_map(ok) == {'pv-1': True, 'pv-2': False} and 'outside the NetworkFence' in ok['volumes'][1]['how']
+
+
+def test_item6_failover_volumes_feed_release_plan_from_api_objects():
+    pods = [terminating_pod('p1', 'claim-1'), terminating_pod('p2', 'claim-2'),
+            dict(metadata=dict(name='elsewhere', namespace='ns'), spec=dict(nodeName='node-a', volumes=[
+                dict(name='v', persistentVolumeClaim=dict(claimName='claim-3'))]))]
+    pvcs = [dict(metadata=dict(name='claim-%d' % i, namespace='ns'), spec=dict(volumeName='pv-%d' % i)) for i in (1, 2, 3)]
+    rbd_csi = dict(driver='rbd.csi.ceph.com', volumeHandle='h1', volumeAttributes=dict(pool='rbd', imageName='img-1'))
+    pvs = [dict(metadata=dict(name='pv-1'), spec=dict(csi=rbd_csi)),
+           dict(metadata=dict(name='pv-2'), spec=dict(csi=dict(driver='ebs.csi.aws.com', volumeHandle='h2')))]
+    vas = [dict(metadata=dict(name='va-1'), spec=dict(nodeName='node-b', source=dict(persistentVolumeName='pv-1'))),
+           dict(metadata=dict(name='va-2'), spec=dict(nodeName='node-b', source=dict(persistentVolumeName='pv-2'))),
+           dict(metadata=dict(name='va-3'), spec=dict(nodeName='node-a', source=dict(persistentVolumeName='pv-3')))]
+    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
+    assert [(v['pv'], v['image'], v['attachments'], v['claims']) for v in volumes] == [
+        ('pv-1', 'rbd/img-1', ['va-1'], ['ns/claim-1']), ('pv-2', None, ['va-2'], ['ns/claim-2'])]
+    plan = i6_release(volumes, pods[:2], images=[image('rbd/img-1', '10.0.0.12:0/1')])
+    assert safe_map(plan) == {'pv-1': True, 'pv-2': False}
+    assert [p['name'] for p in plan['delete_pods']] == ['p1'] and plan['remove_attachments'] == ['va-1']
+
+
+def test_marker_text_is_json():
+    assert json.loads(failover_marker(None))['boot_id'] is None
