@@ -388,3 +388,30 @@ def test_I9_rbd_names_from_the_cluster_go_after_the_end_of_options():
             'rbd/x', '--keyring=/etc/passwd', '--conf=/tmp/evil']
         assert '--format' not in argv[end:]
     assert runner.calls[0][0][-4:] == ['--', 'rbd/x', '--keyring=/etc/passwd', '--conf=/tmp/evil']
+
+
+def test_I8_every_ceph_call_is_bounded_by_timeout_in_both_backends():
+    """The Pacific bindings ignore Rados.connect(timeout=) and mon_command(timeout=) (their
+    docstrings say so): the bounds are librados options, which both backends set to `timeout`."""
+    seen = {}
+
+    class FakeRados(object):
+        Error = Exception
+
+        class Rados(object):
+            def __init__(self, **kw):
+                seen.update(kw['conf'])
+
+            def connect(self, timeout=0):
+                pass
+
+    client = _ceph_client.RadosBackend(CephSettings(params(timeout=7, backend='rados')), (FakeRados, object()))
+    client.connect()
+    for option in ('client_mount_timeout', 'rados_mon_op_timeout', 'rados_osd_op_timeout'):
+        assert seen[option] == '7'
+    cli = CliBackend(CephSettings(params(timeout=7)))
+    for tool in ('ceph', 'rbd'):
+        argv = cli.base(tool)
+        for option in ('--client_mount_timeout', '--rados_mon_op_timeout', '--rados_osd_op_timeout'):
+            assert argv[argv.index(option) + 1] == '7'
+    assert cli.base('ceph')[cli.base('ceph').index('--connect-timeout') + 1] == '7'
