@@ -524,6 +524,9 @@ def _lock_refusal(view, lock, pod_node, lease_grace):
         return None, ('named for node %s but held from %s, an address of node %s: the holder cannot be tied to one '
                       'node' % (named, lock.get('address'), owners[0]))
     holder = named or (owners[0] if owners else None)
+    if not owners and view.addressless_ready():
+        return None, ('held from %s, which no node lists, while Ready node(s) %s list no address: it may be theirs'
+                      % (lock.get('address'), ', '.join(view.addressless_ready())))
     if holder is None:
         return None, 'held from %s, which is no node\'s address: the holder cannot be tied to a node' % lock.get('address')
     if holder not in view.nodes:
@@ -539,6 +542,7 @@ def _lock_refusal(view, lock, pod_node, lease_grace):
 # Pod volumes that are not claims and may hold a node-attached volume: their fence cannot be proven.
 INLINE_VOLUME_KINDS = ('csi', 'rbd', 'cephfs', 'iscsi', 'nfs', 'fc', 'flexVolume', 'glusterfs', 'cinder',
                        'awsElasticBlockStore', 'gcePersistentDisk', 'azureDisk', 'vsphereVolume')
+
 
 def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=None, missing=None, fence=None,
                  watchers_after=None, fenced_cidrs=None, networkfence_ok=False, out_of_service_taint=False):
@@ -564,14 +568,14 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     verdicts = []
     for volume in volumes or []:
         safe, how = _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets,
-                                   networkfence_ok, out_of_service_taint, failed_node)
+                                   networkfence_ok, out_of_service_taint, failed_node, fence.get('refused'))
         verdicts.append(dict(volume, safe=safe, how=how, invariant='I6'))
     safe_claims = set(c for v in verdicts if v['safe'] for c in v.get('claims') or [])
     unsafe_claims = set(c for v in verdicts if not v['safe'] for c in v.get('claims') or [])
     delete, kept_pods = [], []
     for pod in pods or []:
         meta = pod.get('metadata') or {}
-        if not meta.get('deletionTimestamp'):
+        if not meta.get('deletionTimestamp') or (pod.get('spec') or {}).get('nodeName') != failed_node:
             continue
         ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
         claims = ['%s/%s' % (meta.get('namespace'), c) for c in pod_claims(pod)]
@@ -598,7 +602,7 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
 
 
 def _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets, networkfence_ok,
-                   taint, failed_node):
+                   taint, failed_node, fence_refused=None):
     image = volume.get('image')
     if volume.get('pv') is None:
         return False, 'its PersistentVolume was not found: the volume cannot be proven fenced'
@@ -609,12 +613,14 @@ def _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by
         return False, ('driver %s: volfence.csi cannot fence it; left attached (fence the node by that driver\'s '
                        'means, or power it off and re-run with out_of_service_taint=true)'
                        % (volume.get('driver') or volume.get('kind')))
+    if fence_refused:
+        return False, 'nothing was fenced: %s' % fence_refused
     if image in missing or image not in before:
         return False, 'image %s was not found on Ceph: cannot prove no client of %s writes to it' % (image, failed_node)
     kept = kept_by_image.get(image) or []
     if kept:
-        return False, 'watcher(s) kept on %s: %s' % (image, '; '.join('%s (%s)' % (k['address'], k['reason'])
-                                                                     for k in kept))
+        reasons = '; '.join('%s (%s)' % (k['address'], k['reason']) for k in kept)
+        return False, 'watcher(s) kept on %s: %s' % (image, reasons)
     watchers = [w.get('address') for w in (before[image].get('watchers') or [])]
     if fence_method == 'networkfence':
         if not networkfence_ok:

@@ -683,3 +683,28 @@ def test_item6_failover_volumes_feed_release_plan_from_api_objects():
 
 def test_marker_text_is_json():
     assert json.loads(failover_marker(None))['boot_id'] is None
+
+
+def test_I6_a_refused_fence_makes_no_rbd_volume_safe_even_without_watchers():
+    """The fence plan refused (the failed node is Ready): an image with no watcher is not released."""
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='True')]
+    images = [image('rbd/img-1')]
+    plan = fence_plan(images, 'node-b', nodes, now=NOW)
+    assert plan['refused']
+    release = release_plan('node-b', [rbd_volume(1)], [terminating_pod('p1', 'claim-1')], images=images, fence=plan)
+    assert safe_map(release) == {'pv-1': False} and release['delete_pods'] == []
+
+
+def test_I6_pods_of_other_nodes_are_never_force_deleted():
+    other = terminating_pod('elsewhere')
+    other['spec']['nodeName'] = 'node-a'
+    plan = i6_release([], [other, terminating_pod('here')], images=[])
+    assert [p['name'] for p in plan['delete_pods']] == ['here']
+
+
+def test_I4_unlisted_locker_address_while_a_ready_node_lists_no_ip_is_refused_without_force():
+    nodes = [node('node-a', []), node('node-b', ['10.0.0.12'], ready='False'), node('node-c', ['10.0.0.13'])]
+    held = lock('rbd/img', '10.244.7.7:0/5', lock_id='kubelet_lock_magic_node-b')
+    plan = lock_plan([held], 'node-c', nodes, now=NOW)
+    assert plan['break'] == [] and 'node-a' in plan['kept'][0]['reason']
+    assert len(lock_plan([held], 'node-c', nodes, force=True, now=NOW)['break']) == 1
