@@ -16,6 +16,9 @@ options:
   request_timeout:
     description:
       - Seconds to wait for the answer to each Kubernetes API request (connecting takes at most 10 of them).
+      - Creating the client (reading the kubeconfig, credential plugins, and the API discovery kubernetes.core
+        does then) is bounded by it as a whole; a server that accepts connections and never answers fails the
+        module after that long, saying the API is not reachable.
       - A request that times out is treated like a lost answer, see O(api_retries).
     type: int
     default: 30
