@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import functools
 import json
 import os
 import sys
@@ -408,7 +409,7 @@ def connect(module):
             raise K8sConfigError('kubeconfig %s does not exist (from the %s); nothing was done' % (
                 ', '.join(paths), 'kubeconfig option' if 'kubeconfig' in auth else 'K8S_AUTH_KUBECONFIG variable'))
     try:
-        k8s_client = bounded_call(lambda: get_api_client(**auth), timeout,
+        k8s_client = bounded_call(functools.partial(get_api_client, **auth), timeout,
                                   'connecting (kubeconfig, API discovery)')
     except K8sConnectionError as exc:
         host = _configured_host()
