@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+import json
 import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._diagnose import pv_rbd_image
@@ -22,7 +23,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
     age_seconds,
     node_ready,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import pod_claims
+from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import names_rbd_image, pod_claims
 
 # --------------------------------------------------------------------------- addresses (I1, I2)
 
@@ -89,19 +90,6 @@ def network_contains(net, ip):
 
 
 # --------------------------------------------------------------------------- the cluster as the rules see it
-
-# The names the reports and docs/safety.md use for the invariants.
-INVARIANTS = {
-    'I1': 'never fence an address that a Ready node lists, that two nodes share, or that a Ceph daemon uses',
-    'I2': 'never unfence an entry or fence that also covers a node not proven recovered',
-    'I3': 'recovered means restarted: the node rebooted after it was fenced',
-    'I4': 'never break a lock whose holder is Ready, has a fresh Lease, or cannot be tied to one node',
-    'I5': 'never delete a VolumeAttachment whose volume is in use on its Ready node',
-    'I6': 'never release a volume of the failed node that was not made safe',
-    'I7': 'every result is honest: changed, done and failed, on success and on failure',
-    'I8': 'every external call is bounded in time',
-    'I9': 'names never become options; numbers are finite',
-}
 
 LEASE_NAMESPACE = 'kube-node-lease'
 
@@ -289,7 +277,6 @@ def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
     """The annotation value (JSON text) node_failover leaves on the failed node. A marker of the
     same boot is extended, not replaced (a re-run after a partial failover keeps what the first run
     fenced), and keeps its time, so a re-run with nothing new writes nothing."""
-    import json
     boot_id = (((node or {}).get('status') or {}).get('nodeInfo') or {}).get('bootID') or None
     blocklist, fences = set(blocklisted or []), set(networkfences or [])
     previous = read_marker(node)
@@ -304,7 +291,6 @@ def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
 def read_marker(node=None, report=None):
     """The failover's record for a node: from its annotation, else from a node_failover JSON
     report (a dict). None when neither says anything."""
-    import json
     text = (((node or {}).get('metadata') or {}).get('annotations') or {}).get(MARKER_ANNOTATION)
     if text:
         try:
@@ -500,9 +486,7 @@ def image_in_use(view, node, image, unique_names=None):
         return True
     if not image:
         return False
-    name = image.split('/')[-1]
-    return any(v.startswith('kubernetes.io/rbd/') and (v.endswith(':' + name) or v.endswith('-image-' + name))
-               for v in listed)
+    return any(names_rbd_image(v, image.split('/')[-1]) for v in listed)
 
 
 def _lock_refusal(view, lock, pod_node, lease_grace):
@@ -708,11 +692,6 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
             if ref not in entry['claims']:
                 entry['claims'].append(ref)
     return [volumes[k] for k in sorted(volumes)]
-
-
-def rbd_images(volumes):
-    """The RBD images of failover_volumes(), sorted and unique."""
-    return sorted(set(v['image'] for v in volumes or [] if v.get('image')))
 
 
 # --------------------------------------------------------------------------- pods restarted after a repair

@@ -141,6 +141,13 @@ def kubelet_volume_names(va, pv):
     return names
 
 
+def names_rbd_image(entry, image):
+    """Whether a volumesInUse entry is the in-tree rbd volume of `image` (its name, no pool):
+    kubernetes.io/rbd/<pool or monitors>:<image>, or the older <pool>-image-<image>."""
+    return (entry.startswith(RBD_PLUGIN_NAME + '/')
+            and (entry.endswith(':' + image) or entry.endswith('-image-' + image)))
+
+
 def volume_in_use(node, va, pv):
     """(in_use, entries): whether the node's status.volumesInUse lists this attachment's volume, and the
     entries that say so. in_use is True when an entry is the volume's name (or, for in-tree rbd, names its
@@ -151,9 +158,7 @@ def volume_in_use(node, va, pv):
     entries = [v for v in listed if v in names]
     rbd = _rbd_source(va, pv)
     if rbd:
-        prefix = RBD_PLUGIN_NAME + '/'
-        entries += [v for v in listed if v not in entries and v.startswith(prefix)
-                    and (v.endswith(':' + rbd[1]) or v.endswith('-image-' + rbd[1]))]
+        entries += [v for v in listed if v not in entries and names_rbd_image(v, rbd[1])]
     if entries:
         return True, entries
     driver, handle = va_source(va, pv)

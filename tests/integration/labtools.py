@@ -169,6 +169,30 @@ def wait_until(predicate, timeout=20.0, step=0.2):
     return predicate()
 
 
+def lab_subnet(lab):
+    """The first three octets of the lab's node network (e.g. 10.231.138)."""
+    return lab.nodes["node-a"].rsplit(".", 1)[0]
+
+
+def ceph_args(lab, backend, **extra):
+    """The options a Ceph module needs to reach the lab's cluster with `backend`."""
+    args = dict(conf=lab.conf, keyring=lab.keyring, user=lab.user, backend=backend, timeout=20)
+    args.update(extra)
+    return args
+
+
+def blocklist_entries(lab):
+    """The blocklist as `ceph osd blocklist ls` prints it: addresses, and ranges as cidr:..., sorted."""
+    out = lab.ceph("osd", "blocklist", "ls", "--format", "json").strip()
+    docs, index, decoder = [], 0, json.JSONDecoder()
+    while index < len(out):
+        doc, index = decoder.raw_decode(out, index)
+        docs.append(doc)
+        while index < len(out) and out[index].isspace():
+            index += 1
+    return sorted([e["addr"] for e in docs[0]] + ["cidr:" + e["range"] for e in (docs[1] if len(docs) > 1 else [])])
+
+
 def lab_kube(lab):
     """A client of the lab's Kubernetes API, or None when the lab has no Kubernetes side."""
     path = os.path.join(lab.dir, "kubeconfig")

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from labtools import run_module
+from labtools import blocklist_entries as blocklist, ceph_args, lab_subnet as subnet, run_module
 
 BACKENDS = [("ceph-admin", "rados"), ("k8s-api", "cli")]
 
@@ -21,26 +21,6 @@ def wait_until(predicate, timeout=20.0, step=0.3):
             return True
         time.sleep(step)
     return predicate()
-
-
-def subnet(lab):
-    return lab.nodes["node-a"].rsplit(".", 1)[0]
-
-
-def ceph_args(lab, backend, **extra):
-    args = dict(conf=lab.conf, keyring=lab.keyring, user=lab.user, backend=backend, timeout=20)
-    args.update(extra)
-    return args
-
-
-def blocklist(lab):
-    out = lab.ceph("osd", "blocklist", "ls", "--format", "json")
-    docs, index, decoder = [], 0, json.JSONDecoder()
-    out = out.strip()
-    while index < len(out):
-        doc, index = decoder.raw_decode(out, index)
-        docs.append(doc)
-    return sorted([e["addr"] for e in docs[0]] + ["cidr:" + e["range"] for e in (docs[1] if len(docs) > 1 else [])])
 
 
 @pytest.fixture(params=BACKENDS, ids=[b for _h, b in BACKENDS])

@@ -5,22 +5,10 @@ import os
 
 import pytest
 
-from labtools import REPO, run_playbook, wait_until
+from labtools import REPO, blocklist_entries, run_playbook, wait_until
 
 FAILOVER = os.path.join(REPO, "playbooks", "node_failover.yml")
 RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
-
-
-def blocklist_entries(lab):
-    out = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
-    decoder, pos, entries = json.JSONDecoder(), 0, []
-    while True:
-        while pos < len(out) and out[pos].isspace():
-            pos += 1
-        if pos >= len(out):
-            return entries
-        value, pos = decoder.raw_decode(out, pos)
-        entries += [e["addr"] if "addr" in e else "cidr:" + e["range"] for e in value]
 
 
 @pytest.fixture
