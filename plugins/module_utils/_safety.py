@@ -209,9 +209,24 @@ def fence_plan(images, failed_node, nodes, leases=None, lease_grace=120, daemon_
                 if address not in fence:
                     fence.append(address)
             else:
-                kept.append(dict(address=address, image=spec, reason=reason, invariant='I1'))
+                entry = dict(address=address, image=spec, reason=reason, invariant='I1')
+                owner = _sole_other_owner(view, normalize_ip(address), failed_node, daemons)
+                if owner:
+                    # Another node's client (ceph-csi on the replacement's node opens the image to
+                    # check it): not the failed node's, so it does not hold back the release (I6).
+                    entry['other_node'] = owner
+                kept.append(entry)
         by_image[spec] = chosen
     return dict(fence=fence, kept=kept, by_image=by_image, refused=refused)
+
+
+def _sole_other_owner(view, ip, failed_node, daemons):
+    """The one node other than the failed node that lists `ip`, when exactly one node lists it and
+    it is no Ceph daemon's; else None."""
+    owners = view.owners_of(ip) if ip is not None else []
+    if len(owners) == 1 and owners[0] != failed_node and ip not in daemons:
+        return owners[0]
+    return None
 
 
 def _fence_refusal(view, ip, failed_node, recorded, daemons, addressless, fence_unknown, refused):
@@ -601,11 +616,12 @@ def _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by
         return False, 'nothing was fenced: %s' % fence_refused
     if image in missing or image not in before:
         return False, 'image %s was not found on Ceph: cannot prove no client of %s writes to it' % (image, failed_node)
-    kept = kept_by_image.get(image) or []
+    foreign = set(k['address'] for k in kept_by_image.get(image) or [] if k.get('other_node'))
+    kept = [k for k in kept_by_image.get(image) or [] if not k.get('other_node')]
     if kept:
         reasons = '; '.join('%s (%s)' % (k['address'], k['reason']) for k in kept)
         return False, 'watcher(s) kept on %s: %s' % (image, reasons)
-    watchers = [w.get('address') for w in (before[image].get('watchers') or [])]
+    watchers = [w.get('address') for w in (before[image].get('watchers') or []) if w.get('address') not in foreign]
     if fence_method == 'networkfence':
         if not networkfence_ok:
             return False, 'the NetworkFence of %s was not reported Fenced' % failed_node

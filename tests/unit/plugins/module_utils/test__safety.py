@@ -592,9 +592,9 @@ def safe_map(plan):
 
 def test_item6_volume_with_a_kept_watcher_is_not_released():
     volumes = [rbd_volume(1), rbd_volume(2)]
-    images = [image('rbd/img-1', '10.0.0.12:0/1', '10.0.0.11:0/2'), image('rbd/img-2', '10.0.0.12:0/3')]
+    images = [image('rbd/img-1', '10.0.0.12:0/1', '10.244.9.9:0/2'), image('rbd/img-2', '10.0.0.12:0/3')]
     pods = [terminating_pod('p1', 'claim-1'), terminating_pod('p2', 'claim-2'), terminating_pod('p12', 'claim-1', 'claim-2')]
-    plan = i6_release(volumes, pods, images=images, watchers_after=[image('rbd/img-1', '10.0.0.11:0/2')])
+    plan = i6_release(volumes, pods, images=images, watchers_after=[image('rbd/img-1', '10.244.9.9:0/2')])
     assert safe_map(plan) == {'pv-1': False, 'pv-2': True}
     assert 'watcher(s) kept' in plan['volumes'][0]['how']
     assert [p['name'] for p in plan['delete_pods']] == ['p2']
@@ -708,3 +708,14 @@ def test_I4_unlisted_locker_address_while_a_ready_node_lists_no_ip_is_refused_wi
     plan = lock_plan([held], 'node-c', nodes, now=NOW)
     assert plan['break'] == [] and 'node-a' in plan['kept'][0]['reason']
     assert len(lock_plan([held], 'node-c', nodes, force=True, now=NOW)['break']) == 1
+
+
+def test_I6_a_watcher_of_another_single_node_does_not_hold_back_the_release():
+    """ceph-csi on the replacement's node (Ready node-a) opens the image to check it: its watcher is
+    kept by the fence plan (I1) but is not the failed node's client, so node-b's volume is released."""
+    volumes = [rbd_volume(1)]
+    images = [image('rbd/img-1', '10.0.0.12:0/1', '10.0.0.11:0/2')]
+    plan = i6_release(volumes, [terminating_pod('p1', 'claim-1')], images=images,
+                      watchers_after=[image('rbd/img-1', '10.0.0.11:0/2')])
+    assert safe_map(plan) == {'pv-1': True}
+    assert [p['name'] for p in plan['delete_pods']] == ['p1']
