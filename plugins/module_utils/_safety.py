@@ -538,9 +538,57 @@ def _lock_refusal(view, lock, pod_node, lease_grace):
 
 # --------------------------------------------------------------------------- I6: what a failover releases
 
-# Pod volumes that are not claims and may hold a node-attached volume: their fence cannot be proven.
+# Pod volumes that are not claims and may hold a node-attached volume (or a Ceph client): listed
+# among the failed node's volumes; a pod using one is force-deleted only when that volume is safe.
 INLINE_VOLUME_KINDS = ('csi', 'rbd', 'cephfs', 'iscsi', 'nfs', 'fc', 'flexVolume', 'glusterfs', 'cinder',
-                       'awsElasticBlockStore', 'gcePersistentDisk', 'azureDisk', 'vsphereVolume')
+                       'awsElasticBlockStore', 'gcePersistentDisk', 'azureDisk', 'azureFile', 'vsphereVolume',
+                       'portworxVolume', 'photonPersistentDisk', 'quobyte', 'scaleIO', 'storageos', 'flocker')
+# In-tree sources a PersistentVolume can have besides those (its data lives on the node itself).
+NODE_LOCAL_SOURCES = ('hostPath', 'local')
+OUT_OF_SERVICE_HINT = ('the out-of-service taint (power %s off, then re-run with -e out_of_service_taint=true) '
+                       'would let Kubernetes %s')
+
+# Where a volume of the failed node was found (failover_volumes' `source`).
+SOURCE_PV = 'pv'                    # a PersistentVolume, through a claim or a VolumeAttachment
+SOURCE_PV_MISSING = 'pv-missing'    # a claim or VolumeAttachment names a PersistentVolume that does not exist
+SOURCE_CLAIM = 'claim-unbound'      # a pod's claim that is missing or bound to no PersistentVolume
+SOURCE_POD_INLINE = 'pod-inline'    # a volume written in the pod spec
+SOURCE_VA_INLINE = 'attachment-inline'  # a VolumeAttachment of an inline (migrated) volume spec
+
+
+def volume_source(spec):
+    """(kind, image, driver, label) of a PersistentVolume spec or a pod volume: kind rbd-csi,
+    rbd-intree, csi or other (pv_rbd_image), image "pool[/namespace]/image" of an RBD volume else
+    None, driver the CSI driver or the in-tree plugin's source name, label in the user's words.
+    Never raises on a partial spec."""
+    spec = spec if isinstance(spec, dict) else {}
+    try:
+        kind, image = pv_rbd_image({'spec': spec})
+    except (AttributeError, KeyError, TypeError):
+        kind, image = 'other', None
+    csi = spec.get('csi')
+    if isinstance(csi, dict) and csi:
+        driver = csi.get('driver') or None
+        if image:
+            return kind, image, driver, 'ceph-csi RBD image %s' % image
+        return 'csi', None, driver, 'CSI driver %s' % (driver or '(unnamed)')
+    if image:
+        return kind, image, 'kubernetes.io/rbd', 'in-tree RBD image %s' % image
+    for key in ('rbd',) + INLINE_VOLUME_KINDS + NODE_LOCAL_SOURCES:
+        if key != 'csi' and spec.get(key) is not None:
+            return 'other', None, key, 'in-tree %s' % key
+    return 'other', None, None, 'an unknown volume source'
+
+
+def _volume_name(volume):
+    """How the report names one volume: its PV, its claim, its inline volume or its attachment."""
+    if volume.get('pv_name') or volume.get('pv'):
+        return volume.get('pv_name') or volume.get('pv')
+    if volume.get('inline') and volume.get('pods'):
+        return '%s (volume %s)' % (volume['pods'][0], volume['inline'])
+    if volume.get('claims'):
+        return volume['claims'][0]
+    return 'VolumeAttachment %s' % ', '.join(volume.get('attachments') or ['?'])
 
 
 def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=None, missing=None, fence=None,
@@ -552,12 +600,15 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     the fence; fence: fence_plan(); watchers_after: rbd_watchers `images` read after the fence (None
     in check mode: the plan's prediction is used). fenced_cidrs / networkfence_ok: the node's
     NetworkFence and whether the controller reported it Fenced.
-    Every volume gets `safe` and `how` (how it was made safe, or why it was left alone); a pod is
-    force-deleted only when all its claims' volumes are safe; an attachment only when its volume is.
+    Every volume gets `safe`, `rbd`, `action` (released, kept attached, left alone), `how` (how it
+    was made safe, or why it was left alone) and `line` (all of it in one sentence for the report);
+    a pod is force-deleted only when all its claims' and inline volumes are safe; an attachment only
+    when its volume is. A volume of another driver is released only under the out-of-service taint.
     """
-    before = dict((i.get('spec'), i) for i in images or [] if i.get('spec'))
-    missing = set(m.get('spec') for m in missing or [])
-    after = None if watchers_after is None else dict((i.get('spec'), i) for i in watchers_after or [])
+    before = dict((i.get('spec'), i) for i in images or [] if isinstance(i, dict) and i.get('spec'))
+    missing = set(m.get('spec') for m in missing or [] if isinstance(m, dict))
+    after = None if watchers_after is None else dict((i.get('spec'), i) for i in watchers_after or []
+                                                     if isinstance(i, dict))
     fence = fence or {}
     fenced = set(fence.get('fence') or [])
     kept_by_image = {}
@@ -566,52 +617,90 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     nets = [normalize_network(c) for c in fenced_cidrs or []]
     verdicts = []
     for volume in volumes or []:
+        if not isinstance(volume, dict):
+            continue
         safe, how = _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets,
                                    networkfence_ok, out_of_service_taint, failed_node, fence.get('refused'))
-        verdicts.append(dict(volume, safe=safe, how=how, invariant='I6'))
+        rbd = bool(volume.get('image'))
+        if safe:
+            action = 'released' if rbd else 'released under the out-of-service taint'
+        else:
+            action = 'kept attached' if volume.get('attachments') else 'left alone'
+        verdict = dict(volume, safe=safe, rbd=rbd, action=action, how=how, invariant='I6')
+        verdict['line'] = '%s (%s): %s: %s' % (_volume_name(verdict), volume.get('volume') or _label(volume),
+                                               action, how)
+        verdicts.append(verdict)
     safe_claims = set(c for v in verdicts if v['safe'] for c in v.get('claims') or [])
     unsafe_claims = set(c for v in verdicts if not v['safe'] for c in v.get('claims') or [])
+    safe_inline = set((p, v.get('inline')) for v in verdicts if v['safe'] and v.get('source') == SOURCE_POD_INLINE
+                      for p in v.get('pods') or [])
     delete, kept_pods = [], []
     for pod in pods or []:
+        if not isinstance(pod, dict):
+            continue
         meta = pod.get('metadata') or {}
         if not meta.get('deletionTimestamp') or (pod.get('spec') or {}).get('nodeName') != failed_node:
             continue
         ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
-        claims = ['%s/%s' % (meta.get('namespace'), c) for c in pod_claims(pod)]
+        claims = ['%s/%s' % (meta.get('namespace'), c) for c in _claims_of(pod)]
         inline = [v.get('name') for v in (pod.get('spec') or {}).get('volumes') or []
-                  if any(k in v for k in INLINE_VOLUME_KINDS)]
+                  if isinstance(v, dict) and any(k in v for k in INLINE_VOLUME_KINDS)
+                  and (ref, v.get('name')) not in safe_inline]
         bad = [c for c in claims if c in unsafe_claims or c not in safe_claims]
         if inline:
-            kept_pods.append(dict(pod=ref, reason='inline volume(s) %s cannot be proven fenced' % ', '.join(inline),
-                                  invariant='I6'))
+            kept_pods.append(dict(pod=ref, reason='inline volume(s) %s cannot be proven fenced' % ', '.join(
+                str(n) for n in inline), invariant='I6'))
         elif bad:
             kept_pods.append(dict(pod=ref, reason='claim(s) %s not made safe' % ', '.join(sorted(bad)), invariant='I6'))
         else:
             delete.append(dict(namespace=meta.get('namespace'), name=meta.get('name'),
-                               how='all its claims are made safe' if claims else 'it uses no persistent volume'))
+                               how='all its volumes are made safe' if claims else 'it uses no persistent volume'))
     remove = sorted(set(a for v in verdicts if v['safe'] for a in v.get('attachments') or []))
     kept_vas = sorted(set(a for v in verdicts if not v['safe'] for a in v.get('attachments') or []))
     # The claims whose replacement pod the playbook waits for: those of controller-owned pods of the
     # node whose volumes were released.
     owned = set('%s/%s' % ((p.get('metadata') or {}).get('namespace'), c) for p in pods or []
-                if (p.get('metadata') or {}).get('ownerReferences') for c in pod_claims(p))
+                if isinstance(p, dict) and (p.get('metadata') or {}).get('ownerReferences') for c in _claims_of(p))
     wait_claims = sorted(c for c in owned if c in safe_claims and c not in unsafe_claims)
+    others = [dict(name=_volume_name(v), volume=v.get('volume') or _label(v), driver=v.get('driver'),
+                   action=v['action'], how=v['how'], attachments=v.get('attachments') or [],
+                   claims=v.get('claims') or [])
+              for v in verdicts if not v['rbd']]
     return dict(volumes=verdicts, delete_pods=delete, kept_pods=kept_pods, remove_attachments=remove,
-                kept_attachments=kept_vas, wait_claims=wait_claims)
+                kept_attachments=kept_vas, wait_claims=wait_claims, not_rbd=others)
+
+
+def _claims_of(pod):
+    try:
+        return pod_claims(pod)
+    except (AttributeError, KeyError, TypeError):
+        return [((v or {}).get('persistentVolumeClaim') or {}).get('claimName')
+                for v in (pod.get('spec') or {}).get('volumes') or [] if isinstance(v, dict)
+                and ((v.get('persistentVolumeClaim') or {}).get('claimName'))]
+
+
+def _label(volume):
+    if volume.get('image'):
+        return 'RBD image %s' % volume['image']
+    return 'driver %s' % (volume.get('driver') or volume.get('kind') or 'unknown')
 
 
 def _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets, networkfence_ok,
                    taint, failed_node, fence_refused=None):
     image = volume.get('image')
-    if volume.get('pv') is None:
-        return False, 'its PersistentVolume was not found: the volume cannot be proven fenced'
+    source = volume.get('source')
+    inline = source in (SOURCE_POD_INLINE, SOURCE_VA_INLINE)
+    if volume.get('pv') is None and not inline:
+        attached = volume.get('attachments') or []
+        left = ('; volfence.csi leaves %s alone (remove it once you know nothing writes to the volume)'
+                % ', '.join(attached)) if attached else ''
+        if source == SOURCE_CLAIM:
+            return False, ('claim %s is not bound to a PersistentVolume: the volume cannot be named, so it cannot '
+                           'be proven fenced' % ', '.join(volume.get('claims') or ['?']))
+        return False, ('its PersistentVolume %s was not found: the volume cannot be named, so it cannot be proven '
+                       'fenced%s' % (volume.get('pv_name') or '', left))
     if not image:
-        if taint:
-            return True, ('driver %s: released under the out-of-service taint (non-graceful node shutdown: '
-                          'you declared %s shut down)' % (volume.get('driver') or volume.get('kind'), failed_node))
-        return False, ('driver %s: volfence.csi cannot fence it; left attached (fence the node by that driver\'s '
-                       'means, or power it off and re-run with out_of_service_taint=true)'
-                       % (volume.get('driver') or volume.get('kind')))
+        return _other_driver_safety(volume, failed_node, taint)
     if fence_refused:
         return False, 'nothing was fenced: %s' % fence_refused
     if image in missing or image not in before:
@@ -641,6 +730,24 @@ def _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by
     return True, 'fenced (%s): %s' % (fence_method, ', '.join(watchers))
 
 
+def _other_driver_safety(volume, failed_node, taint):
+    """I6 for a volume that is not RBD: volfence.csi has no fence for it, so it is released only
+    when the operator declared the node shut down (out-of-service taint)."""
+    what = volume.get('volume') or _label(volume)
+    attached = volume.get('attachments') or []
+    if taint:
+        return True, ('not an RBD volume (%s): released under the out-of-service taint (non-graceful node shutdown: '
+                      'you declared %s shut down, so Kubernetes detaches it)' % (what, failed_node))
+    local = ('its data is on %s\'s own disk; ' % failed_node) if volume.get('driver') in NODE_LOCAL_SOURCES else ''
+    if attached:
+        return False, ('not an RBD volume (%s): %svolfence.csi cannot fence it, its driver must detach it '
+                       '(VolumeAttachment %s left untouched); %s' % (
+                           what, local, ', '.join(attached), OUT_OF_SERVICE_HINT % (failed_node, 'detach it')))
+    return False, ('not an RBD volume (%s), with no VolumeAttachment: %svolfence.csi cannot fence it and does not '
+                   'force-delete the pods using it; %s' % (
+                       what, local, OUT_OF_SERVICE_HINT % (failed_node, 'delete those pods')))
+
+
 # --------------------------------------------------------------------------- what the failover reads
 
 def failover_preflight(failed_node, nodes, leases=None, lease_grace=120, force=False, now=None):
@@ -667,46 +774,80 @@ def failover_preflight(failed_node, nodes, leases=None, lease_grace=120, force=F
 
 
 def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
-    """Every volume the failed node has: the PVs of its VolumeAttachments and of its pods' claims,
-    whatever the driver. attachments: VolumeAttachment objects or volumeattachment_info results.
-    Returns [{pv, driver, kind, image, attachments, claims}], pv None when the PV was not found."""
-    by_pv = dict((_name(pv), pv) for pv in pvs or [] if _name(pv))
-    by_claim = dict(('%s/%s' % ((c.get('metadata') or {}).get('namespace'), _name(c)), c) for c in pvcs or [])
+    """Every volume the failed node has, whatever the driver: the PVs of its VolumeAttachments and
+    of its pods' claims, its pods' inline volumes, attachments of inline specs or of PVs that do
+    not exist, claims bound to nothing. attachments: VolumeAttachment objects or
+    volumeattachment_info results. Returns [{pv, pv_name, driver, kind, image, rbd, volume, source,
+    attachments, claims, pods, inline}], pv None when the PV was not found (or there is none).
+    Never raises on partial objects: a volume it cannot read is listed, not dropped."""
+    by_pv = dict((_name(pv), pv) for pv in pvs or [] if isinstance(pv, dict) and _name(pv))
+    by_claim = dict(('%s/%s' % ((c.get('metadata') or {}).get('namespace'), _name(c)), c)
+                    for c in pvcs or [] if isinstance(c, dict))
     volumes = {}
 
-    def volume(pv_name):
-        if pv_name not in volumes:
-            pv = by_pv.get(pv_name)
-            kind, image = pv_rbd_image(pv) if pv else (None, None)
-            csi = ((pv or {}).get('spec') or {}).get('csi') or {}
-            driver = csi.get('driver') or ('kubernetes.io/rbd' if kind == 'rbd-intree' else kind)
-            volumes[pv_name] = dict(pv=pv_name if pv else None, pv_name=pv_name, driver=driver, kind=kind,
-                                    image=image, attachments=[], claims=[])
-        return volumes[pv_name]
+    def entry(key, **fields):
+        if key not in volumes:
+            volumes[key] = dict(dict(pv=None, pv_name=None, driver=None, kind=None, image=None, rbd=False,
+                                     volume=None, source=None, attachments=[], claims=[], pods=[], inline=None),
+                                **fields)
+        return volumes[key]
+
+    def pv_entry(pv_name):
+        pv = by_pv.get(pv_name)
+        if pv is None:
+            return entry('pv:' + pv_name, pv_name=pv_name, source=SOURCE_PV_MISSING,
+                         volume='PersistentVolume %s, which does not exist' % pv_name)
+        kind, image, driver, label = volume_source(pv.get('spec'))
+        return entry('pv:' + pv_name, pv=pv_name, pv_name=pv_name, driver=driver, kind=kind, image=image,
+                     rbd=image is not None, volume=label, source=SOURCE_PV)
+
+    def add(values, item):
+        if item and item not in values:
+            values.append(item)
 
     for va in attachments or []:
+        if not isinstance(va, dict):
+            continue
         spec = va.get('spec') or {}
         node = spec.get('nodeName', va.get('node'))
         if node is not None and node != failed_node:
             continue
-        pv_name = ((spec.get('source') or {}).get('persistentVolumeName') or va.get('persistent_volume')
-                   or va.get('pv'))
         name = _name(va) or va.get('name')
+        source = spec.get('source') or {}
+        pv_name = source.get('persistentVolumeName') or va.get('persistent_volume') or va.get('pv')
         if pv_name:
-            entry = volume(pv_name)
-            if name and name not in entry['attachments']:
-                entry['attachments'].append(name)
+            volume = pv_entry(pv_name)
+        else:
+            kind, image, driver, label = volume_source(source.get('inlineVolumeSpec'))
+            driver = driver or spec.get('attacher') or va.get('attacher')
+            volume = entry('va:%s' % name, driver=driver, kind=kind, image=image, rbd=image is not None,
+                           volume='inline volume of a VolumeAttachment, %s' % (
+                               label if source.get('inlineVolumeSpec') else 'attacher %s' % driver),
+                           source=SOURCE_VA_INLINE)
+        add(volume['attachments'], name)
     for pod in pods or []:
-        meta = pod.get('metadata') or {}
-        if (pod.get('spec') or {}).get('nodeName') != failed_node:
+        if not isinstance(pod, dict) or (pod.get('spec') or {}).get('nodeName') != failed_node:
             continue
-        for claim in pod_claims(pod):
-            ref = '%s/%s' % (meta.get('namespace'), claim)
-            pv_name = ((by_claim.get(ref) or {}).get('spec') or {}).get('volumeName')
-            entry = volume(pv_name) if pv_name else volumes.setdefault('claim:' + ref, dict(
-                pv=None, pv_name=None, driver=None, kind=None, image=None, attachments=[], claims=[]))
-            if ref not in entry['claims']:
-                entry['claims'].append(ref)
+        meta = pod.get('metadata') or {}
+        ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
+        for claim in _claims_of(pod):
+            claim_ref = '%s/%s' % (meta.get('namespace'), claim)
+            pv_name = ((by_claim.get(claim_ref) or {}).get('spec') or {}).get('volumeName')
+            if pv_name:
+                volume = pv_entry(pv_name)
+            else:
+                volume = entry('claim:' + claim_ref, source=SOURCE_CLAIM, volume='claim %s, %s' % (
+                    claim_ref, 'bound to no PersistentVolume' if claim_ref in by_claim else 'which does not exist'))
+            add(volume['claims'], claim_ref)
+            add(volume['pods'], ref)
+        for spec_volume in (pod.get('spec') or {}).get('volumes') or []:
+            if not isinstance(spec_volume, dict) or not any(k in spec_volume for k in INLINE_VOLUME_KINDS):
+                continue
+            kind, image, driver, label = volume_source(spec_volume)
+            volume = entry('inline:%s/%s' % (ref, spec_volume.get('name')), driver=driver, kind=kind, image=image,
+                           rbd=image is not None, volume='inline %s in pod %s' % (label, ref),
+                           source=SOURCE_POD_INLINE, inline=spec_volume.get('name'))
+            add(volume['pods'], ref)
     return [volumes[k] for k in sorted(volumes)]
 
 

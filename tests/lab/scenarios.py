@@ -8,6 +8,11 @@
             restart: the pod's mount gives "Transport endpoint is not connected".
   seed-003  an in-tree rbd PV whose image carries kubelet_lock_magic_node-b, held from node-b;
             the pod on node-a is stuck with "rbd: image X is locked by other nodes".
+  seed-000-mixed
+            seed-000 on a node that also has volumes the collection cannot fence: a block volume
+            of another CSI driver (ebs.csi.aws.com-like, attached by the lab's attacher, never
+            detached: its attacher is not in the lab), an in-tree NFS volume, and a
+            VolumeAttachment whose PersistentVolume does not exist.
 
 Each builder returns a summary (names, images, node IPs) that tests and the demo use.
 """
@@ -123,7 +128,7 @@ def stuck_events(kube, pod_name, fragment):
             if fragment in e.get("message", "")]
 
 
-def seed_000(cfg, failed="node-b", app="nginx"):
+def seed_000(cfg, failed="node-b", app="nginx", before_kill=None):
     kube = labmod.kube_client(cfg)
     base_objects(kube)
     claim = "pvc-test" if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None \
@@ -133,6 +138,7 @@ def seed_000(cfg, failed="node-b", app="nginx"):
     pv_name, image = rbd_volume(cfg, kube, claim)
     deployment(kube, app, claim, failed)
     first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
+    extra = before_kill(kube, failed) if before_kill else {}
     labmod.kill_node(cfg, failed)
 
     def stuck():
@@ -144,11 +150,81 @@ def seed_000(cfg, failed="node-b", app="nginx"):
         return None
     pod, event = wait("the replacement pod to be stuck", stuck, timeout=90)
     watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
-    return {"scenario": "seed-000", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
-            "image": image, "failed_node": failed, "failed_node_ip": cfg.node_ip(failed),
-            "old_pod": first["metadata"]["name"], "stuck_pod": pod["metadata"]["name"],
-            "stuck_node": pod["spec"]["nodeName"], "event": event["message"],
-            "watchers": [w["address"] for w in watchers]}
+    return dict(extra, **{
+        "scenario": "seed-000", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
+        "image": image, "failed_node": failed, "failed_node_ip": cfg.node_ip(failed),
+        "old_pod": first["metadata"]["name"], "stuck_pod": pod["metadata"]["name"],
+        "stuck_node": pod["spec"]["nodeName"], "event": event["message"],
+        "watchers": [w["address"] for w in watchers]})
+
+
+# A block CSI driver that needs attach, like AWS EBS: the lab's attach controller attaches its
+# volumes, but only its own attacher (not in the lab) would detach them.
+OTHER_BLOCK_DRIVER = "ebs.csi.aws.com"
+
+
+def bound_volume(kube, claim, source, access="ReadWriteOnce", storage_class=""):
+    """A PV with the given volume source, bound to a new PVC `claim`."""
+    pv_name = "pvc-" + str(uuid.uuid4())
+    kube.create("persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": dict(source, accessModes=[access], capacity={"storage": "1Gi"}, persistentVolumeReclaimPolicy="Retain",
+                     storageClassName=storage_class,
+                     claimRef={"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim})})
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": NAMESPACE},
+        "spec": {"accessModes": [access], "resources": {"requests": {"storage": "1Gi"}},
+                 "storageClassName": storage_class, "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound", "accessModes": [access],
+                                                            "capacity": {"storage": "1Gi"}}},
+               NAMESPACE, subresource="status")
+    return pv_name
+
+
+def other_volumes_on(cfg, kube, node):
+    """On `node`, beside seed-000's RBD pod: a pod with an EBS-like CSI block volume (attached), a
+    pod with an in-tree NFS volume (nothing to attach), and a VolumeAttachment of a PV that does
+    not exist (left behind by a deleted volume)."""
+    suffix = uuid.uuid4().hex[:5]
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": OTHER_BLOCK_DRIVER}, "spec": {"attachRequired": True}})
+    block_claim = "ebs-claim-" + suffix
+    handle = "vol-0" + uuid.uuid4().hex[:16]
+    block_pv = bound_volume(kube, block_claim, {"csi": {"driver": OTHER_BLOCK_DRIVER, "volumeHandle": handle,
+                                                        "fsType": "ext4"}}, storage_class="gp3")
+    block_app = "ebs-app-" + suffix
+    deployment(kube, block_app, block_claim, node)
+    nfs_claim = "nfs-claim-" + suffix
+    nfs_pv = bound_volume(kube, nfs_claim, {"nfs": {"server": "nfs.lab.invalid", "path": "/exports/" + suffix}},
+                          access="ReadWriteMany")
+    nfs_app = "nfs-app-" + suffix
+    deployment(kube, nfs_app, nfs_claim, node)
+    block_pod = wait("the EBS-like pod to run on %s" % node, lambda: running_on(kube, block_app, node))[0]
+    nfs_pod = wait("the NFS pod to run on %s" % node, lambda: running_on(kube, nfs_app, node))[0]
+    block_va = attachment_name(handle, OTHER_BLOCK_DRIVER, node)
+    wait("the EBS-like volume to be attached to %s" % node,
+         lambda: (kube.find("volumeattachments", block_va) or {}).get("status", {}).get("attached"))
+    orphan_pv = "pvc-" + str(uuid.uuid4())  # no such PersistentVolume
+    orphan_va = attachment_name("vol-0" + uuid.uuid4().hex[:16], OTHER_BLOCK_DRIVER, node)
+    kube.create("volumeattachments", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+        "metadata": {"name": orphan_va, "finalizers": ["external-attacher/" + OTHER_BLOCK_DRIVER.replace(".", "-")]},
+        "spec": {"attacher": OTHER_BLOCK_DRIVER, "nodeName": node, "source": {"persistentVolumeName": orphan_pv}}})
+    kube.patch("volumeattachments", orphan_va, {"status": {"attached": True}}, subresource="status")
+    return {"other_driver": OTHER_BLOCK_DRIVER,
+            "other": {"pv": block_pv, "pvc": block_claim, "volume_handle": handle, "volumeattachment": block_va,
+                      "deployment": block_app, "pod": block_pod["metadata"]["name"]},
+            "nfs": {"pv": nfs_pv, "pvc": nfs_claim, "deployment": nfs_app, "pod": nfs_pod["metadata"]["name"]},
+            "orphan": {"pv": orphan_pv, "volumeattachment": orphan_va},
+            "deployments": [block_app, nfs_app]}
+
+
+def seed_000_mixed(cfg, failed="node-b"):
+    state = seed_000(cfg, failed, before_kill=lambda kube, node: other_volumes_on(cfg, kube, node))
+    state["scenario"] = "seed-000-mixed"
+    state["deployments"] = [state["deployment"]] + state["deployments"]
+    return state
 
 
 def seed_003(cfg, holder="node-b", app="index-api"):
@@ -291,4 +367,5 @@ def seed_002(cfg, node="node-c", app="csi-s3-test-nginx"):
             "event": event["message"]}
 
 
-SCENARIOS = {"seed-000": seed_000, "seed-001": seed_001, "seed-002": seed_002, "seed-003": seed_003}
+SCENARIOS = {"seed-000": seed_000, "seed-000-mixed": seed_000_mixed, "seed-001": seed_001, "seed-002": seed_002,
+             "seed-003": seed_003}
