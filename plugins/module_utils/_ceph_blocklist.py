@@ -19,6 +19,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CephRefused,
     iso_utc,
     parse_addr,
+    parse_addr_or_network,
     parse_ceph_time,
     parse_cidr,
 )
@@ -304,19 +305,12 @@ def parse_protected(values, what='protect_addresses'):
     read must stop the run, not be ignored."""
     out, errors = [], []
     for value in values or []:
-        text = str(value).strip()
-        network = None
         try:
-            network = ipaddress.ip_network(normalize_ip(parse_addr(text, what).ip))
-        except ValueError:
-            try:
-                network = normalize_network(ipaddress.ip_network(u'%s' % text, strict=False))
-            except ValueError:
-                network = None
-        if network is None:
-            errors.append('%s: %r is not an IP, ip:port/nonce address or CIDR' % (what, value))
-        else:
-            out.append((str(value), network))
+            network = normalize_network(parse_addr_or_network(value, what))
+        except ValueError as exc:
+            errors.append(str(exc))
+            continue
+        out.append((str(value), network))
     if errors:
         raise ValueError('invalid input, nothing was changed: ' + '; '.join(errors))
     return out

@@ -19,6 +19,11 @@ import json
 import math
 import re
 
+from ansible_collections.volfence.csi.plugins.module_utils._addresses import (
+    cidr_error,
+    parse_network,
+    quoted,
+)
 from ansible_collections.volfence.csi.plugins.module_utils._safety import (
     normalize_ip,
     normalize_network,
@@ -309,9 +314,12 @@ class CephAddr(object):
 
 def parse_addr(text, what='address'):
     """Parse what a user or Ceph writes for a client: an IPv4 or IPv6 address, or Ceph's
-    ip:port/nonce ([ipv6]:port/nonce), optionally prefixed v1:/v2:/any:. Raises ValueError."""
+    ip:port/nonce ([ipv6]:port/nonce), optionally prefixed v1:/v2:/any:. Raises ValueError in the
+    user's words (_addresses): "not an IP address", a CIDR where one client is expected
+    "ambiguous", a bad CIDR "not a CIDR (prefix length 33 is out of range for IPv4)"."""
     if not isinstance(text, str):
-        raise ValueError('%s must be a string, got %r' % (what, text))
+        raise ValueError('%s %s is not an IP address (it is a %s, not a string)' % (what, quoted(text),
+                                                                                   type(text).__name__))
     raw = text.strip()
     value = _TYPE_PREFIX.sub('', raw)
     if not value:
@@ -320,39 +328,48 @@ def parse_addr(text, what='address'):
     if match:
         ip_text, port, nonce = match.group('ip'), match.group('port') or '0', match.group('nonce') or '0'
     elif '/' in value:
-        raise ValueError("%s %r is ambiguous: for a subnet use the cidrs option, for one client "
-                         "write ip:port/nonce (e.g. 10.0.0.5:0/123456)" % (what, raw))
+        problem = cidr_error(value)
+        if problem is None:
+            raise ValueError("%s %s is ambiguous (a network where one address is expected): for a subnet use the "
+                             "cidrs option, for one client write ip:port/nonce (e.g. 10.0.0.5:0/123456)"
+                             % (what, quoted(raw)))
+        if problem.startswith('not a CIDR (') and 'is not an IP address' in problem:
+            raise ValueError('%s %s is not an IP address' % (what, quoted(raw)))
+        raise ValueError('%s %s is not an IP address, and %s' % (what, quoted(raw), problem))
     else:
         ip_text, port, nonce = value, '0', '0'
     try:
         ip = ipaddress.ip_address(u'%s' % ip_text)
     except ValueError:
-        raise ValueError('%s %r is not a valid IPv4/IPv6 address or ip:port/nonce' % (what, raw))
+        raise ValueError('%s %s is not an IP address (nor ip:port/nonce)' % (what, quoted(raw)))
     if int(port) > 65535:
-        raise ValueError('%s %r: port %s is out of range (0-65535)' % (what, raw, port))
+        raise ValueError('%s %s: port %s is out of range (0-65535)' % (what, quoted(raw), port))
     if int(nonce) > MAX_NONCE:
-        raise ValueError('%s %r: nonce %s is out of range (0-%d)' % (what, raw, nonce, MAX_NONCE))
+        raise ValueError('%s %s: nonce %s is out of range (0-%d)' % (what, quoted(raw), nonce, MAX_NONCE))
     return CephAddr(ip, int(port), int(nonce))
 
 
 def parse_cidr(text, what='CIDR'):
     """A network such as 10.1.2.0/24 or fd00::/120. Host bits must be zero: 10.1.2.5/24 is refused
-    because it is ambiguous at 3 a.m. (the subnet, or the node 10.1.2.5?). Raises ValueError."""
-    if not isinstance(text, str):
-        raise ValueError('%s must be a string, got %r' % (what, text))
-    raw = text.strip()
-    if '/' not in raw:
-        raise ValueError('%s %r has no prefix length (write e.g. %s/32, or list single addresses '
-                         'under addresses)' % (what, raw, raw))
+    because it is ambiguous at 3 a.m. (the subnet, or the node 10.1.2.5?). Raises ValueError with
+    the messages of _addresses.parse_network."""
+    return parse_network(text, what)
+
+
+def parse_addr_or_network(text, what='address'):
+    """The network an option value stands for: an IP or a Ceph ip:port/nonce address as its single-IP
+    network, a CIDR (host bits tolerated: options that protect or name addresses) as itself. Not
+    normalised. ValueError in the user's words (see parse_addr and _addresses.parse_network)."""
     try:
-        return ipaddress.ip_network(u'%s' % raw, strict=True)
+        return ipaddress.ip_network(parse_addr(text, what).ip)
     except ValueError as exc:
-        try:
-            loose = ipaddress.ip_network(u'%s' % raw, strict=False)
-        except ValueError:
-            raise ValueError('%s %r is not a valid IPv4/IPv6 network: %s' % (what, raw, exc))
-        raise ValueError('%s %r has host bits set: write %s for the whole subnet, or put the single '
-                         'address under addresses' % (what, raw, loose))
+        if not isinstance(text, str) or '/' not in text:
+            raise
+        first = exc
+    try:
+        return parse_network(text, what, strict=False)
+    except ValueError:
+        raise first
 
 
 class AddressMatcher(object):

@@ -8,11 +8,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
-import ipaddress
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     AddressMatcher,
     parse_addr,
+    parse_addr_or_network,
 )
 
 # ceph-csi records the address its node plugin connects from in the image metadata when
@@ -45,14 +45,8 @@ class NodeMap(object):
             if not isinstance(values, (list, tuple)):
                 raise ValueError('node_addresses[%r] must be a list of IPs or CIDRs, got %r' % (node, values))
             for value in values:
-                text = str(value).strip()
-                try:
-                    if '/' in text and not text.startswith('['):
-                        network = ipaddress.ip_network(u'%s' % text, strict=False)
-                    else:
-                        network = ipaddress.ip_network(u'%s' % parse_addr(text, 'node address').ip)
-                except ValueError as exc:
-                    raise ValueError('node_addresses[%r]: %r is not an IP or CIDR (%s)' % (node, text, exc))
+                network = parse_addr_or_network(value if isinstance(value, str) else str(value),
+                                                'node_addresses[%r]' % (node,))
                 self.entries.append((str(node), network))
 
     def node_of(self, addr):

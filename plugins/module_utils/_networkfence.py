@@ -43,6 +43,7 @@ __metaclass__ = type
 
 import ipaddress
 
+from ansible_collections.volfence.csi.plugins.module_utils._addresses import parse_network
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
     check_object_name,
     node_addresses,
@@ -90,27 +91,12 @@ _ALL_V4 = ipaddress.ip_network(u'0.0.0.0/0')
 
 def normalize_cidr(value):
     """The canonical form of a CIDR block (``10.0.3.0/24``, ``fd00::/120``); a bare address becomes
-    a single-address block (``/32``, ``/128``). ValueError with a clear message otherwise."""
-    text = str(value).strip() if value is not None else ''
-    if not text:
-        raise ValueError('empty CIDR')
-    if '/' not in text:
-        try:
-            addr = ipaddress.ip_address(text)
-        except ValueError:
-            raise ValueError('%r is not an IPv4 or IPv6 address or CIDR block (e.g. 10.0.3.12/32 or fd00::/120)'
-                             % (text,))
-        return _cidr_text(ipaddress.ip_network(u'%s/%d' % (addr, addr.max_prefixlen)))
-    try:
-        net = ipaddress.ip_network(text, strict=True)
-    except ValueError:
-        try:
-            loose = ipaddress.ip_network(text, strict=False)
-        except ValueError:
-            raise ValueError('%r is not an IPv4 or IPv6 CIDR block (e.g. 10.0.3.12/32 or fd00::/120)' % (text,))
-        host = text.split('/', 1)[0]
-        raise ValueError('%r has host bits set (the network of that prefix is %s): give %s to fence the network, '
-                         'or %s/%d for the single address' % (text, loose, loose, host, loose.max_prefixlen))
+    a single-address block (``/32``, ``/128``). ValueError with a clear message otherwise (the
+    messages of _addresses.parse_network: not an IP address, not a CIDR, ambiguous)."""
+    if value is None:
+        raise ValueError('CIDR is empty')
+    text = value.strip() if isinstance(value, str) else str(value).strip()
+    net = parse_network(text, 'CIDR', bare='host')
     if net.prefixlen == 0:
         raise ValueError('%r would fence every address; refused' % (text,))
     if net.version == 6 and net.supernet_of(_MAPPED_V4):

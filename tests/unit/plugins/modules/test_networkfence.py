@@ -84,8 +84,8 @@ def test_check_mode_update_predicts_the_result(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize('args, message', [
-    (dict(name='nf', cidrs=['10.0.3.5/24'], fence_state='Fenced', network_fence_class='rbd'), 'host bits set'),
-    (dict(name='nf', cidrs=['not-an-ip'], fence_state='Fenced', network_fence_class='rbd'), 'not an IPv4 or IPv6'),
+    (dict(name='nf', cidrs=['10.0.3.5/24'], fence_state='Fenced', network_fence_class='rbd'), 'ambiguous (host bits set)'),
+    (dict(name='nf', cidrs=['not-an-ip'], fence_state='Fenced', network_fence_class='rbd'), "'not-an-ip' is not an IP address"),
     (dict(name='nf', fence_state='fenced'), 'value of fence_state must be one of: Fenced, Unfenced'),
     (dict(name='nf', fences=[dict(name='x')]), 'mutually exclusive'),
     (dict(name='nf', driver='d', network_fence_class='c'), 'mutually exclusive'),
