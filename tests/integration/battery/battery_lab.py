@@ -1,0 +1,294 @@
+"""The battery's lab state and its snapshots (issue 17: bad input changes nothing).
+
+A plain module with its own name (not conftest): several conftest.py files exist under
+tests/integration and pytest would hand a test the wrong one.
+
+BatteryLab builds, once, a lab state that gives destructive invocations something to destroy:
+  - seed-003: an in-tree RBD image carrying kubelet_lock_magic_node-b, held from node-b
+  - seed-000: node-b dead with its RBD watcher alive, the replacement pod stuck on another node
+  - ceph-csi's ceph-csi-config ConfigMap listing the lab's monitor under clusterID "lab"
+  - an Unfenced NetworkFence of node-c (volfence-node-c)
+  - two blocklist entries that are no node's: an address and a range
+and takes snapshots of everything the collection can write: the Ceph blocklist, the lock list and
+watchers of every image of the lab pool, and the Kubernetes objects of the kinds the collection
+touches, normalised so that the churn of the simulated kubelets and controllers (status, Lease
+renewals, resourceVersion) does not count as a change.
+"""
+
+import concurrent.futures
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from labtools import REPO, clear_foreign_attachments, lab_kube, lab_subnet  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+from kubeclient import ApiError  # noqa: E402
+
+CSI_NAMESPACE = "ceph-csi"
+CSI_CONFIGMAP = "ceph-csi-config"
+DECOY_FENCE = "volfence-node-c"
+
+# Every kind the collection reads or writes: (API path, namespaced).
+KINDS = {
+    "nodes": "/api/v1/nodes",
+    "pods": "/api/v1/pods",
+    "persistentvolumes": "/api/v1/persistentvolumes",
+    "persistentvolumeclaims": "/api/v1/persistentvolumeclaims",
+    "configmaps": "/api/v1/configmaps",
+    "namespaces": "/api/v1/namespaces",
+    "secrets": "/api/v1/secrets",
+    "leases": "/apis/coordination.k8s.io/v1/leases",
+    "volumeattachments": "/apis/storage.k8s.io/v1/volumeattachments",
+    "deployments": "/apis/apps/v1/deployments",
+    "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    "networkfences": "/apis/csiaddons.openshift.io/v1alpha1/networkfences",
+    "networkfenceclasses": "/apis/csiaddons.openshift.io/v1alpha1/networkfenceclasses",
+}
+# Metadata that changes without anyone writing what the collection writes.
+VOLATILE_METADATA = ("resourceVersion", "managedFields")
+# Lease fields the simulated kubelets renew all the time.
+VOLATILE_LEASE_SPEC = ("renewTime", "acquireTime", "leaseTransitions")
+
+
+def normalise(kind, obj):
+    """The part of an object that only a write of the collection (or a user) changes."""
+    obj = dict(obj)
+    obj.pop("status", None)
+    meta = dict(obj.get("metadata") or {})
+    for key in VOLATILE_METADATA:
+        meta.pop(key, None)
+    obj["metadata"] = meta
+    if kind == "leases":
+        spec = dict(obj.get("spec") or {})
+        for key in VOLATILE_LEASE_SPEC:
+            spec.pop(key, None)
+        obj["spec"] = spec
+    return obj
+
+
+def object_key(obj):
+    meta = obj.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace", ""), meta.get("name"))
+
+
+def diff_snapshots(before, after):
+    """Human-readable differences of two snapshots ([] when equal)."""
+    out = []
+    for section in sorted(set(before) | set(after)):
+        old, new = before.get(section), after.get(section)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            for key in sorted(set(old) | set(new)):
+                if old.get(key) != new.get(key):
+                    if key not in old:
+                        out.append("%s: %s appeared: %s" % (section, key, json.dumps(new[key], sort_keys=True)[:600]))
+                    elif key not in new:
+                        out.append("%s: %s disappeared" % (section, key))
+                    else:
+                        out.append("%s: %s changed:\n  before %s\n  after  %s"
+                                   % (section, key, json.dumps(old[key], sort_keys=True)[:800],
+                                      json.dumps(new[key], sort_keys=True)[:800]))
+        else:
+            out.append("%s: %r -> %r" % (section, old, new))
+    return out
+
+
+class BatteryLab(object):
+    """The lab state the battery runs against, its tokens for the case files, and its snapshots."""
+
+    def __init__(self, lab, tmp_dir):
+        self.lab = lab
+        self.kube = lab_kube(lab)
+        self.tmp = tmp_dir
+        self.seed000 = None
+        self.seed003 = None
+        self.baseline = None
+        self.rebuilds = 0
+        self._mirror = None
+
+    # ------------------------------------------------------------------ building and removing
+
+    def build(self):
+        lab, kube = self.lab, self.kube
+        lab.unblock_all()
+        lab.release()
+        for node in lab.nodes:
+            lab.lab("revive-node", node)
+        self.seed003 = json.loads(lab.lab("scenario", "seed-003"))
+        self.seed000 = json.loads(lab.lab("scenario", "seed-000"))
+        monitor = lab.env.get("CEPH_MON_HOST") or lab_subnet(lab) + ".1"
+        self._apply_configmap(monitor)
+        self._apply_decoy_fence()
+        subnet = lab_subnet(lab)
+        lab.ceph("osd", "blocklist", "add", "%s.200:0/4242" % subnet, "7200")
+        lab.ceph("osd", "blocklist", "range", "add", "%s.192/28" % subnet, "7200")
+        self.baseline = self.settled_snapshot()
+
+    def teardown(self):
+        kube = self.kube
+        for state in (self.seed000, self.seed003):
+            if state and state.get("deployment"):
+                kube.delete("deployments", state["deployment"], "default")
+        clear_foreign_attachments(kube)
+        try:
+            kube.request("DELETE", "/api/v1/namespaces/%s/configmaps/%s" % (CSI_NAMESPACE, CSI_CONFIGMAP))
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        for fence in kube.list("networkfences"):
+            kube.delete("networkfences", fence["metadata"]["name"])
+        for node in self.lab.nodes:
+            self.lab.lab("revive-node", node)
+        self.lab.release()
+        self.lab.unblock_all()
+
+    def rebuild(self):
+        """After a case that changed something: the state again from scratch, so the next cases
+        still have something to destroy and a clean baseline."""
+        self.rebuilds += 1
+        self.teardown()
+        self.build()
+
+    def _apply_configmap(self, monitor):
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": CSI_CONFIGMAP, "namespace": CSI_NAMESPACE},
+                "data": {"config.json": json.dumps([{"clusterID": "lab", "monitors": ["%s:6789" % monitor]}])}}
+        path = "/api/v1/namespaces/%s/configmaps" % CSI_NAMESPACE
+        try:
+            self.kube.request("POST", path, body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            self.kube.request("PATCH", path + "/" + CSI_CONFIGMAP, body, content_type="application/merge-patch+json")
+
+    def _apply_decoy_fence(self):
+        ip = self.lab.nodes["node-c"]
+        self.kube.apply("networkfences", {
+            "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence",
+            "metadata": {"name": DECOY_FENCE, "labels": {"app.kubernetes.io/managed-by": "volfence.csi.node_fences",
+                                                        "node-fences.volfence.io/set": "default",
+                                                        "node-fences.volfence.io/node": "node-c"}},
+            "spec": {"driver": "rbd.csi.ceph.com", "fenceState": "Unfenced", "cidrs": [ip + "/32"],
+                     "secret": {"name": "csi-rbd-secret", "namespace": CSI_NAMESPACE},
+                     "parameters": {"clusterID": "lab"}}})
+
+    # ------------------------------------------------------------------ tokens of the case files
+
+    def tokens(self):
+        lab, s0, s3 = self.lab, self.seed000, self.seed003
+        subnet = lab_subnet(lab)
+        vas = [va["metadata"]["name"] for va in self.kube.list("volumeattachments")
+               if va["spec"].get("source", {}).get("persistentVolumeName") == s0["pv"]]
+        return {
+            "LAB_DIR": lab.dir,
+            "TMP": self.tmp,
+            "MISSING": os.path.join(self.tmp, "no-such-dir", "nothing-here"),
+            "SUBNET": subnet,
+            "MON_IP": lab.env.get("CEPH_MON_HOST") or subnet + ".1",
+            "NODE_A_IP": lab.nodes["node-a"],
+            "NODE_B_IP": lab.nodes["node-b"],
+            "NODE_C_IP": lab.nodes["node-c"],
+            "IMAGE": s0["image"],
+            "IMAGE_NAME": s0["image"].split("/", 1)[1],
+            "POOL": s0["image"].split("/", 1)[0],
+            "PV": s0["pv"],
+            "PVC": s0["pvc"],
+            "VA": vas[0] if vas else "no-attachment-found",
+            "STUCK_POD": s0["stuck_pod"],
+            "OLD_POD": s0["old_pod"],
+            "WATCHER": s0["watchers"][0] if s0["watchers"] else "",
+            "LOCK_IMAGE": s3["image"],
+            "LOCK_IMAGE_NAME": s3["image"].split("/", 1)[1],
+            "LOCK_ID": s3["lock_id"],
+            "LOCKER": s3["locker"],
+            "LOCKER_ADDRESS": s3["locker_address"],
+            "LOCK_POD": s3["stuck_pod"],
+            "KUBELET_DIR_B": os.path.join(lab.dir, "nodes", "node-b", "kubelet"),
+            "CSI_ADDONS_MIRROR": self.csi_addons_mirror(),
+        }
+
+    def csi_addons_mirror(self):
+        """A local folder with the CSI-Addons release assets (the role tests' fixtures), never a download."""
+        if self._mirror is None:
+            sys.path.insert(0, os.path.join(REPO, "tests", "integration", "roles"))
+            from roles_helpers import build_release_mirror
+            self._mirror = build_release_mirror(os.path.join(self.tmp, "mirror"))
+        return self._mirror
+
+    # ------------------------------------------------------------------ snapshots
+
+    def _ceph_json(self, *args):
+        proc = self.lab.cli(args[0], *(list(args[1:]) + ["--format", "json"]), check=False)
+        if proc.returncode != 0:
+            return {"error": proc.stderr.strip()[-300:]}
+        text, docs, index = proc.stdout.strip(), [], 0
+        decoder = json.JSONDecoder()
+        while index < len(text):
+            doc, index = decoder.raw_decode(text, index)
+            docs.append(doc)
+            while index < len(text) and text[index].isspace():
+                index += 1
+        return docs[0] if len(docs) == 1 else docs
+
+    def ceph_snapshot(self):
+        pool = self.lab.pool
+        images = sorted(self._ceph_json("rbd", "ls", "-p", pool))
+        blocklist = self._ceph_json("ceph", "osd", "blocklist", "ls")
+        jobs = {}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool_exec:
+            for image in images:
+                spec = "%s/%s" % (pool, image)
+                jobs[image] = (pool_exec.submit(self._ceph_json, "rbd", "lock", "ls", spec),
+                               pool_exec.submit(self._ceph_json, "rbd", "status", spec))
+        locks, watchers = {}, {}
+        for image, (lock_job, status_job) in jobs.items():
+            locks[image] = lock_job.result()
+            status = status_job.result()
+            watchers[image] = sorted(w.get("address") for w in status.get("watchers", [])) \
+                if isinstance(status, dict) and "watchers" in status else status
+        entries = []
+        for doc in blocklist if isinstance(blocklist, list) else [blocklist]:
+            for item in doc if isinstance(doc, list) else [doc]:
+                if isinstance(item, dict):
+                    entries.append("%s until %s" % (item.get("addr") or "cidr:" + str(item.get("range")),
+                                                    item.get("until")))
+        return {"ceph_images": {"pool " + pool: images}, "ceph_blocklist": {"entries": sorted(entries)},
+                "ceph_locks": locks, "ceph_watchers": watchers}
+
+    def kube_snapshot(self):
+        out = {}
+        for kind, path in KINDS.items():
+            try:
+                items = self.kube.request("GET", path).get("items", [])
+            except ApiError as exc:
+                if exc.status == 404:
+                    items = []
+                else:
+                    raise
+            out["k8s " + kind] = dict((object_key(o), normalise(kind, o)) for o in items)
+        return out
+
+    def snapshot(self):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool_exec:
+            ceph = pool_exec.submit(self.ceph_snapshot)
+            kube = pool_exec.submit(self.kube_snapshot)
+            snap = ceph.result()
+            snap.update(kube.result())
+        return snap
+
+    def settled_snapshot(self, timeout=60):
+        """A snapshot once the lab's own controllers are done with the last write (two equal in a row)."""
+        deadline = time.time() + timeout
+        last = self.snapshot()
+        while time.time() < deadline:
+            time.sleep(1)
+            now = self.snapshot()
+            if now == last:
+                return now
+            last = now
+        raise AssertionError("the lab did not settle within %ss:\n%s" % (timeout, "\n".join(diff_snapshots(last, self.snapshot()))))
