@@ -1,0 +1,203 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The inputs of a playbook checked against its argument spec (playbooks/meta/argument_specs.yml)
+before anything is read or written: every wrong input is named, in the user's words, in one message.
+
+Pure functions; the controller side (reading variables and files) is the playbook_inputs action."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import difflib
+import json
+import math
+import os
+import re
+
+from ansible.module_utils.common.validation import (
+    check_type_bool, check_type_dict, check_type_float, check_type_int, check_type_list, check_type_path,
+    check_type_str)
+from ansible.module_utils.six import string_types
+
+# RFC 1123 subdomain (node, pod and most object names) and label (namespaces).
+K8S_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+K8S_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+
+TYPE_WORDS = {'int': 'an integer', 'float': 'a number', 'bool': 'true or false', 'str': 'a string',
+              'list': 'a list', 'dict': 'a mapping', 'path': 'a path'}
+CHECKERS = {'int': check_type_int, 'float': check_type_float, 'bool': check_type_bool, 'list': check_type_list,
+            'dict': check_type_dict, 'path': check_type_path}
+
+# Variables that are never a misspelt input.
+_NOT_TYPOS = re.compile(r'^(ansible_|inventory_|group_names$|groups$|hostvars$|omit$|playbook_dir$|play_)')
+
+
+def _show(value):
+    text = repr(value) if not isinstance(value, string_types) else '"%s"' % value
+    return text if len(text) <= 80 else text[:77] + '..."'
+
+
+class FileChecks(object):
+    """What the checks need to know of the controller's files (a seam for unit tests)."""
+
+    def readable_file(self, path):
+        if not os.path.exists(path):
+            return 'does not exist'
+        if not os.path.isfile(path):
+            return 'is not a file'
+        if not os.access(path, os.R_OK):
+            return 'is not readable'
+        return None
+
+    def json_file(self, path):
+        problem = self.readable_file(path)
+        if problem:
+            return problem
+        try:
+            with open(path) as handle:
+                document = json.load(handle)
+        except ValueError as e:
+            return 'is not JSON (%s)' % e
+        except (IOError, OSError) as e:
+            return 'cannot be read (%s)' % e.strerror
+        return None if isinstance(document, dict) else 'is not a JSON object'
+
+    def report_file(self, path):
+        parent = os.path.dirname(os.path.abspath(path)) or '.'
+        if os.path.isdir(path):
+            return 'is a directory, not a file'
+        if not os.path.isdir(parent):
+            return 'cannot be written: its directory %s does not exist' % parent
+        if not os.access(parent, os.W_OK):
+            return 'cannot be written: its directory %s is not writable' % parent
+        return None
+
+
+def coerce(name, value, option):
+    """(value of the option's type, problem or None)."""
+    kind = option.get('type', 'str')
+    if value is None:
+        return None, None
+    if kind == 'str':
+        if isinstance(value, (dict, list)):
+            return None, '%s is not a string' % _show(value)
+        if isinstance(value, bool):
+            return None, '%s is not a string (quote it if it is meant as text)' % _show(value)
+        return check_type_str(value, allow_conversion=True), None
+    if kind in ('int', 'float') and isinstance(value, bool):
+        return None, '%s is not %s' % (_show(value), TYPE_WORDS[kind])
+    if kind in ('int', 'float') and isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None, '%s is not %s' % (_show(value), TYPE_WORDS[kind])
+    try:
+        converted = CHECKERS[kind](value)
+    except (TypeError, ValueError):
+        return None, '%s is not %s' % (_show(value), TYPE_WORDS.get(kind, kind))
+    if kind == 'list' and option.get('elements'):
+        items = []
+        for index, item in enumerate(converted):
+            element, problem = coerce(name, item, {'type': option['elements']})
+            if problem:
+                return None, 'item %d: %s' % (index + 1, problem)
+            items.append(element)
+        converted = items
+    if kind == 'dict' and option.get('options'):
+        sub = option['options']
+        unknown = sorted(set(converted) - set(sub))
+        if unknown:
+            return None, 'has unknown key(s) %s (it takes %s)' % (', '.join(unknown), ', '.join(sorted(sub)))
+        missing = sorted(k for k, o in sub.items() if o.get('required') and converted.get(k) in (None, ''))
+        if missing:
+            return None, 'lacks %s' % ', '.join(missing)
+        for key, sub_option in sub.items():
+            converted[key], problem = coerce(key, converted.get(key), sub_option)
+            if problem:
+                return None, '%s: %s' % (key, problem)
+    return converted, None
+
+
+def _check_format(value, option, context, files):
+    fmt = option.get('format')
+    values = value if isinstance(value, list) else [value]
+    for item in values:
+        if fmt == 'k8s_name' and not (K8S_NAME.match(item) and len(item) <= 253):
+            return '%s is not a Kubernetes name (lowercase letters, digits, "-" and ".")' % _show(item)
+        if fmt == 'k8s_namespace' and not (K8S_LABEL.match(item) and len(item) <= 63):
+            return '%s is not a namespace name (at most 63 lowercase letters, digits and "-")' % _show(item)
+        if fmt == 'inventory_hosts':
+            group = option.get('group', 'all')
+            members = context.get('groups', {}).get(group, [])
+            if item not in members:
+                close = difflib.get_close_matches(item, members, 1)
+                return '%s is not a host of the inventory group %s (%s)%s' % (
+                    _show(item), group, ', '.join(members) or 'it is empty',
+                    '; did you mean %s?' % close[0] if close else '')
+    if fmt == 'readable_file':
+        used_by = option.get('used_by')
+        if used_by and not context.get('local', {}).get(used_by, True):
+            return None  # read on a remote host: the modules there say what is wrong with it
+        problem = files.readable_file(value)
+        return '%s %s%s' % (value, problem, ' on the controller' if used_by is None else '') if problem else None
+    if fmt == 'json_file':
+        problem = files.json_file(value)
+        return '%s %s on the controller' % (value, problem) if problem else None
+    if fmt == 'report_file':
+        problem = files.report_file(value)
+        return '%s %s' % (value, problem) if problem else None
+    return None
+
+
+def check_inputs(playbook, entry, provided, context=None, other_names=(), files=None):
+    """Check the provided inputs of a playbook against its argument spec entry.
+
+    provided: {name: value} of the inputs that are set (extra vars, inventory).
+    context: {'groups': {group: [hosts]}, 'local': {group: True when its first host connects locally}}.
+    other_names: the names of the other variables that are set, to catch misspelt inputs.
+    Returns (values, problems): the inputs with their defaults and types, and one line per wrong input."""
+    context = context or {}
+    files = files or FileChecks()
+    options = entry.get('options') or {}
+    values, problems = {}, []
+    groups = context.get('groups', {})
+    for group in entry.get('required_groups') or []:
+        if not groups.get(group):
+            problems.append('inventory: no host in group %s (%s)' % (group, 'the playbook runs its steps there'))
+    for name in sorted(options):
+        option = options[name]
+        value = provided.get(name)
+        if isinstance(value, string_types) and value == '' and option.get('type', 'str') != 'str':
+            value = None
+        if value is None:
+            if option.get('required'):
+                problems.append('%s: required (%s)' % (name, option.get('description', '').rstrip('.').lower()
+                                                       or 'no default'))
+            elif option.get('default') is not None:
+                values[name] = option['default']
+            continue
+        value, problem = coerce(name, value, option)
+        if problem is None and option.get('choices') and value not in option['choices']:
+            problem = '%s is not one of %s' % (_show(value), ', '.join(str(c) for c in option['choices']))
+        if problem is None and option.get('required') and value in ('', []):
+            problem = 'must not be empty'
+        if problem is None and 'minimum' in option and value < option['minimum']:
+            problem = '%s is below the minimum %s' % (value, option['minimum'])
+        if problem is None and 'maximum' in option and value > option['maximum']:
+            problem = '%s is above the maximum %s' % (value, option['maximum'])
+        if problem is None and option.get('format'):
+            problem = _check_format(value, option, context, files)
+        if problem:
+            problems.append('%s: %s' % (name, problem))
+        else:
+            values[name] = value
+    for other in sorted(set(other_names) - set(options)):
+        if _NOT_TYPOS.match(other):
+            continue
+        close = difflib.get_close_matches(other, list(options), 1, 0.85)
+        if close and close[0] not in provided:
+            problems.append('%s: not an input of %s; did you mean %s?' % (other, playbook, close[0]))
+    return values, problems
+
+
+def message(playbook, problems):
+    return '%s: wrong input, nothing was changed: %s' % (playbook, '; '.join(problems))

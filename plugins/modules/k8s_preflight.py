@@ -1,0 +1,174 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: k8s_preflight
+short_description: Check that the Kubernetes API answers and that the named nodes and pods exist
+version_added: 0.2.0
+description:
+  - The first Kubernetes step of the collection's playbooks, before anything is written. Connects with the
+    given (or kubernetes.core's default) credentials, reads the API server's version, and reads each named node
+    and pod.
+  - Fails with one message naming what is wrong, in the user's words, for example
+    C(kubeconfig /x does not exist), C(The Kubernetes API at https://... is not reachable), or
+    C(no node named node-z (the cluster's nodes: node-a, node-b, ...)).
+  - Reads only; changes nothing.
+author:
+  - volfence.csi maintainers (@volfence)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - volfence.csi.k8s
+  - volfence.csi.attributes
+  - volfence.csi.attributes.INFO_MODULE
+  - volfence.csi.k8s.ACTIONGROUP
+options:
+  nodes:
+    description: Names of nodes that must exist.
+    type: list
+    elements: str
+    default: []
+  pods:
+    description: Pods that must exist.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      namespace:
+        description: The pod's namespace.
+        type: str
+        required: true
+      name:
+        description: The pod's name.
+        type: str
+        required: true
+seealso:
+  - module: volfence.csi.playbook_inputs
+'''
+
+EXAMPLES = r'''
+- name: The API answers and the failed node exists
+  volfence.csi.k8s_preflight:
+    nodes: [worker2]
+
+- name: The stuck pod exists
+  volfence.csi.k8s_preflight:
+    pods:
+      - namespace: default
+        name: index-api-0
+'''
+
+RETURN = r'''
+server_version:
+  description: The API server's C(gitVersion).
+  returned: success
+  type: str
+  sample: v1.31.4
+nodes:
+  description: The named nodes.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+    ready:
+      description: Whether its C(Ready) condition is C(True).
+      type: bool
+pods:
+  description: The named pods.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    namespace:
+      description: The pod's namespace.
+      type: str
+    name:
+      description: The pod's name.
+      type: str
+    node:
+      description: The node it is scheduled on (C(spec.nodeName)), or null.
+      type: str
+    phase:
+      description: C(status.phase).
+      type: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+    K8sError, check_requirements, connect, k8s_argument_spec, resource_path)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
+
+
+def _some(names, limit=8):
+    names = sorted(names)
+    return ', '.join(names[:limit]) + (', ... %d more' % (len(names) - limit) if len(names) > limit else '')
+
+
+def _ready(node):
+    return any(c.get('type') == 'Ready' and c.get('status') == 'True'
+               for c in (node.get('status') or {}).get('conditions') or [])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=k8s_argument_spec(
+            nodes=dict(type='list', elements='str', default=[]),
+            pods=dict(type='list', elements='dict', default=[],
+                      options=dict(namespace=dict(type='str', required=True), name=dict(type='str', required=True))),
+        ),
+        supports_check_mode=True,
+    )
+    check_requirements(module)
+    p = module.params
+    try:
+        for name in p['nodes']:
+            check_object_name(name, 'node')
+        for pod in p['pods']:
+            check_object_name(pod['namespace'], 'pod namespace')
+            check_object_name(pod['name'], 'pod name')
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    problems, nodes, pods = [], [], []
+    try:
+        api = connect(module)
+        version = (api.server_version() or {}).get('gitVersion')
+        all_nodes = None
+        for name in p['nodes']:
+            node = api.get(resource_path('', 'v1', 'nodes', name), what=('Node', name), missing_ok=True)
+            if node is None:
+                if all_nodes is None:
+                    all_nodes = [n['metadata']['name'] for n in api.list(resource_path('', 'v1', 'nodes'), what=('Node', None))]
+                problems.append('no node named %s (the cluster\'s nodes: %s)' % (name, _some(all_nodes) or 'none'))
+            else:
+                nodes.append(dict(name=name, ready=_ready(node)))
+        for ref in p['pods']:
+            pod = api.get(resource_path('', 'v1', 'pods', ref['name'], ref['namespace']),
+                          what=('Pod', ref['name'], ref['namespace']), missing_ok=True)
+            if pod is None:
+                names = [x['metadata']['name'] for x in api.list(resource_path('', 'v1', 'pods', namespace=ref['namespace']),
+                                                                 what=('Pod', None, ref['namespace']))]
+                problems.append('no pod %s in namespace %s (its pods: %s)' % (ref['name'], ref['namespace'],
+                                                                              _some(names) or 'none'))
+            else:
+                pods.append(dict(namespace=ref['namespace'], name=ref['name'],
+                                 node=(pod.get('spec') or {}).get('nodeName'),
+                                 phase=(pod.get('status') or {}).get('phase')))
+    except K8sError as exc:
+        module.fail_json(**exc.fail_kwargs())
+    if problems:
+        module.fail_json(msg='; '.join(problems) + '; nothing was changed', nodes=nodes, pods=pods)
+    module.exit_json(changed=False, server_version=version, nodes=nodes, pods=pods)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The playbooks' input checks (_inputs.py) against the real playbooks/meta/argument_specs.yml,
+and the playbooks' shape that makes them effective: the check is each playbook's first play and
+no play keeps defaults of its own."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import re
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.volfence.csi.plugins.module_utils._inputs import FileChecks, check_inputs, message
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+PLAYBOOKS = os.path.join(REPO, 'playbooks')
+with open(os.path.join(PLAYBOOKS, 'meta', 'argument_specs.yml')) as _handle:
+    SPECS = yaml.safe_load(_handle)['argument_specs']
+GROUPS = {'k8s_api': ['k8s-api'], 'ceph_admin': ['ceph-admin'], 'k8s_nodes': ['node-a', 'node-b', 'node-c']}
+CONTEXT = {'groups': GROUPS, 'local': {'k8s_api': True, 'ceph_admin': True, 'k8s_nodes': True}}
+REQUIRED = {'node_failover': {'failed_node': 'node-b'}, 'node_recover': {'node': 'node-b'},
+            'rbd_lock_cleanup': {'pod_namespace': 'default', 'pod_name': 'web-0'},
+            'volumeattachment_cleanup': {'pod_namespace': 'default', 'pod_name': 'web-0'},
+            'diagnose': {}, 'fuse_mount_recovery': {}}
+
+
+def check(playbook, provided, context=CONTEXT, other_names=()):
+    return check_inputs(playbook, SPECS[playbook], dict(REQUIRED[playbook], **provided), context, other_names)
+
+
+def test_every_playbook_has_a_spec_and_required_inputs_are_known():
+    names = sorted(f[:-4] for f in os.listdir(PLAYBOOKS) if f.endswith('.yml') and f != 'check_inputs.yml')
+    assert names == sorted(SPECS) == sorted(REQUIRED)
+    for playbook, spec in SPECS.items():
+        required = sorted(n for n, o in spec['options'].items() if o.get('required'))
+        assert required == sorted(REQUIRED[playbook]), playbook
+
+
+@pytest.mark.parametrize('playbook', sorted(SPECS))
+def test_defaults_pass_their_own_checks(playbook):
+    values, problems = check(playbook, {})
+    assert problems == []
+    for name, option in SPECS[playbook]['options'].items():
+        if option.get('default') is not None:
+            assert values[name] == option['default']
+
+
+@pytest.mark.parametrize('playbook', sorted(SPECS))
+def test_the_check_is_the_first_play_and_no_play_keeps_input_defaults(playbook):
+    with open(os.path.join(PLAYBOOKS, playbook + '.yml')) as handle:
+        plays = yaml.safe_load(handle)
+    first = plays[0]
+    assert first['ansible.builtin.import_playbook'] == 'check_inputs.yml'
+    assert first['vars'] == {'volfence_playbook': playbook}
+    inputs = set(SPECS[playbook]['options'])
+    for play in plays[1:]:
+        assert 'import_playbook' not in ' '.join(play), 'one check only, first'
+        kept = inputs & set(play.get('vars') or {}) - {'report_path'}  # report_path: issue 18 moves its default
+        assert not kept, '%s keeps defaults of its own for %s' % (play['name'], sorted(kept))
+
+
+def test_the_issue_examples_are_named_each():
+    values, problems = check('node_failover', {'out_of_service_taint': 'true', 'blocklist_expire': '-5'})
+    assert problems == ['blocklist_expire: -5 is below the minimum 1']
+    values, problems = check('diagnose', {'stuck_threshold_seconds': 'abc'})
+    assert problems == ['stuck_threshold_seconds: "abc" is not an integer']
+    values, problems = check('node_failover', {'blocklist_expire': 2500000000})
+    assert problems == ['blocklist_expire: 2500000000 is above the maximum 315360000']
+    values, problems = check('fuse_mount_recovery', {'target_nodes': 'node-z'})
+    assert len(problems) == 1 and problems[0].startswith(
+        'target_nodes: "node-z" is not a host of the inventory group k8s_nodes (node-a, node-b, node-c)')
+
+
+def test_every_wrong_input_is_named_in_one_message():
+    values, problems = check('node_failover', {
+        'failed_node': 'Worker_2', 'fence_method': 'blocklst', 'force': 'maybe', 'wait_timeout': 0,
+        'networkfence_secret': {'name': 'x'}, 'lease_grace_seconds': 1.5})
+    assert problems == [
+        'failed_node: "Worker_2" is not a Kubernetes name (lowercase letters, digits, "-" and ".")',
+        'fence_method: "blocklst" is not one of blocklist, networkfence',
+        'force: "maybe" is not true or false',
+        'lease_grace_seconds: 1.5 is not an integer',
+        'networkfence_secret: lacks namespace',
+        'wait_timeout: 0 is below the minimum 1',
+    ]
+    assert message('node_failover', problems).startswith('node_failover: wrong input, nothing was changed: failed_node: ')
+
+
+def test_required_inputs_and_inventory_groups():
+    values, problems = check_inputs('rbd_lock_cleanup', SPECS['rbd_lock_cleanup'], {}, {'groups': {'k8s_api': ['k']}})
+    assert problems == ['inventory: no host in group ceph_admin (the playbook runs its steps there)',
+                        'pod_name: required (the stuck pod)', 'pod_namespace: required (namespace of the stuck pod)']
+
+
+def test_types_are_converted_as_extra_vars_give_them():
+    values, problems = check('volumeattachment_cleanup', {'restart_pod': 'no', 'wait_timeout': '600',
+                                                          'force_detach': 'yes'})
+    assert problems == []
+    assert values['restart_pod'] is False and values['force_detach'] is True and values['wait_timeout'] == 600
+    values, problems = check('diagnose', {'diagnose_namespaces': 'default,kube-system'})
+    assert values['diagnose_namespaces'] == ['default', 'kube-system'] and problems == []
+
+
+def test_a_misspelt_input_is_named_with_the_likely_one():
+    values, problems = check('node_failover', {}, other_names=['wait_timout', 'ansible_host', 'lab_node_ip'])
+    assert problems == ['wait_timout: not an input of node_failover; did you mean wait_timeout?']
+
+
+def test_files_on_the_controller(tmp_path):
+    report = tmp_path / 'failover.json'
+    report.write_text('{"failed_node": "node-b"}')
+    values, problems = check('node_recover', {'failover_report': str(report)})
+    assert problems == [] and values['failover_report'] == str(report)
+    values, problems = check('node_recover', {'failover_report': str(tmp_path / 'missing.json')})
+    assert problems == ['failover_report: %s does not exist on the controller' % (tmp_path / 'missing.json')]
+    report.write_text('not json')
+    values, problems = check('node_recover', {'failover_report': str(report)})
+    assert len(problems) == 1 and ' is not JSON (' in problems[0]
+    values, problems = check('diagnose', {'report_path': str(tmp_path / 'no' / 'dir' / 'r.json')})
+    assert problems == ['report_path: %s cannot be written: its directory %s does not exist'
+                        % (tmp_path / 'no' / 'dir' / 'r.json', tmp_path / 'no' / 'dir')]
+    values, problems = check('diagnose', {'volfence_kubeconfig': str(tmp_path / 'kubeconfig')})
+    assert problems == ['volfence_kubeconfig: %s does not exist' % (tmp_path / 'kubeconfig')]
+    remote = dict(CONTEXT, local={'k8s_api': False, 'ceph_admin': True})
+    values, problems = check('diagnose', {'volfence_kubeconfig': str(tmp_path / 'kubeconfig')}, context=remote)
+    assert problems == [], 'a file on a remote host is checked there, by the modules'
+
+
+class NoFiles(FileChecks):
+    def readable_file(self, path):
+        return 'does not exist'
+
+    def report_file(self, path):
+        return None
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2 ** 40, max_value=2 ** 40),
+                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
+                    st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True)
+@given(playbook=st.sampled_from(sorted(SPECS)), data=st.data())
+def test_any_input_gives_values_or_named_problems_never_an_exception(playbook, data):
+    options = SPECS[playbook]['options']
+    provided = data.draw(st.dictionaries(st.sampled_from(sorted(options)), _VALUES, max_size=4))
+    values, problems = check_inputs(playbook, SPECS[playbook], provided, CONTEXT, (), NoFiles())
+    names = set(options) | {'inventory'}
+    for problem in problems:
+        assert problem.split(':', 1)[0] in names
+    for name, value in values.items():
+        option = options[name]
+        if option.get('choices'):
+            assert value in option['choices']
+        if 'minimum' in option:
+            assert option['minimum'] <= value <= option['maximum']
+        if option.get('type') == 'int':
+            assert isinstance(value, int) and not isinstance(value, bool)
+    # a value is either accepted or named as wrong, never silently dropped
+    for name, value in provided.items():
+        if value is not None and not (value == '' and options[name].get('type', 'str') != 'str'):
+            assert name in values or any(p.startswith(name + ':') for p in problems)
+    assert not re.search(r"<class|Traceback|Error\(", ' '.join(problems))
