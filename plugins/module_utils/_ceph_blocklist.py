@@ -379,6 +379,36 @@ def check_safety(request, daemons, max_addresses=DEFAULT_MAX_ADDRESSES, protecte
         raise CephRefused('refused, nothing was changed: ' + '; '.join(reasons))
 
 
+_MAPPED_V4 = ipaddress.ip_network(u'::ffff:0:0/96')
+
+
+def check_removal(request, max_addresses=DEFAULT_MAX_ADDRESSES, force=False):
+    """Refuse (CephRefused) to lift fences by a CIDR that covers everything, or more than
+    max_addresses, before anything is read or removed (issue 17):
+
+    * 0.0.0.0/0, ::/0, ::ffff:0:0/96 (every IPv4 address, written as IPv4-mapped IPv6) and any IPv6
+      range that holds it: refused always; force does not override (one call would lift every
+      fence of the cluster);
+    * a CIDR with more addresses than max_addresses: refused unless force (raise max_addresses, or
+      set force, when a wide removal is really meant).
+
+    Returns nothing; raises with every reason at once."""
+    reasons = []
+    for network in request.cidrs:
+        norm = normalize_network(network)
+        if network.prefixlen == 0 or norm.prefixlen == 0 or (network.version == 6 and network.supernet_of(_MAPPED_V4)):
+            reasons.append('%s covers every address%s: it would lift every fence of the cluster; refused always '
+                           '(force does not override it), remove entries by address or by a narrower CIDR'
+                           % (network, ' (every IPv4 address written as IPv4-mapped IPv6)'
+                              if norm.prefixlen == 0 and norm != network else ''))
+        elif network.num_addresses > max_addresses and not force:
+            reasons.append('%s has %d addresses, more than max_addresses=%d: removing entries by it could lift '
+                           'fences of other nodes; raise max_addresses or set force=true if that is really meant'
+                           % (network, network.num_addresses, max_addresses))
+    if reasons:
+        raise CephRefused('refused, nothing was changed: ' + '; '.join(reasons))
+
+
 def _labels(hits, limit=8):
     """'mon.a, mgr.x, osd.0 at 10.0.0.1' from the daemons hit."""
     names, ips = [], []

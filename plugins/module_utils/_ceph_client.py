@@ -41,6 +41,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     errno_name,
     stderr_summary,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_CALL_TIMEOUT, check_range
 
 DEFAULT_WORKERS = 64
 DEFAULT_IMAGE_WORKERS = 16
@@ -180,8 +181,7 @@ class CephSettings(object):
         self.timeout = int(30 if params.get('timeout') is None else params.get('timeout'))
         self.backend = params.get('backend') or 'auto'
         self.command_prefix = list(params.get('command_prefix') or [])
-        if self.timeout <= 0:
-            raise ValueError('timeout must be a positive number of seconds, got %d' % self.timeout)
+        check_range(self.timeout, 'timeout', 1, MAX_CALL_TIMEOUT, 'seconds')
         for what, value in (('cluster', self.cluster), ('user', self.user), ('mon_host', self.mon_host),
                             ('conf', self.conf), ('keyring', self.keyring)):
             check_name(value, what)  # I9: each is the value of a CLI option

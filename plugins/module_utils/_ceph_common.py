@@ -72,17 +72,18 @@ def check_name(value, what):
 
 
 def check_expire(value, what='expire'):
-    """A blocklist expiry in seconds as a float (None stays None), or ValueError (I9): it must be a
-    finite number, above 0 and at most MAX_EXPIRE_SECONDS (ten years). inf, nan, negative and
-    absurd values are refused with this message instead of a traceback or a silent 2106 expiry."""
+    """A blocklist expiry in seconds as a float (None stays None), or ValueError (I9, issue 17): it
+    must be a number (or a string holding one), finite, above 0 and at most MAX_EXPIRE_SECONDS (ten
+    years). Text, inf, nan, 0, negative and absurd values are refused with a message naming the
+    value, instead of a traceback or a silent 2106 expiry."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise ValueError('%s must be a number of seconds, got %r' % (what, value))
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError('%s must be a number of seconds, got %r: nothing was changed' % (what, value))
     try:
-        number = float(value)
+        number = float(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError('%s must be a number of seconds, got %r' % (what, value))
+        raise ValueError('%s must be a number of seconds, got %r: nothing was changed' % (what, value))
     if math.isnan(number) or math.isinf(number):
         raise ValueError('%s must be a finite number of seconds, got %r: for a long fence give e.g. 604800 '
                          '(a week); nothing was changed' % (what, value))

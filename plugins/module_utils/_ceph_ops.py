@@ -15,6 +15,7 @@ import errno
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import (
     Request,
+    check_removal,
     check_safety,
     cluster_daemon_addresses,
     parse_blocklist_docs,
@@ -137,10 +138,12 @@ class BlocklistFailure(CephError):
 
 def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cidr_mode='auto',
                      max_addresses=256, workers=DEFAULT_WORKERS, check_mode=False, current=None,
-                     daemons=None, protect=None):
+                     daemons=None, protect=None, force=False):
     """Make the blocklist match the request. Validates everything, then refuses unsafe requests
     (the cluster's daemons, `protect`: IPs/CIDRs never to fence, see check_safety), before
-    changing anything. Returns the result dict ceph_blocklist reports.
+    changing anything, and removals by a CIDR that covers everything (always) or more than
+    `max_addresses` (unless `force`, see check_removal) before reading anything. Returns the result
+    dict ceph_blocklist reports.
 
     Once something was sent, every outcome is reported honestly (I7): a partial failure, a monitor
     that stops answering mid-run, or a read-back that fails raises BlocklistFailure whose
@@ -149,6 +152,8 @@ def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cid
     request = Request(addresses, cidrs)  # ValueError on bad input: nothing done yet
     expire = check_expire(expire)
     protected = parse_protected(protect)
+    if state != 'present':
+        check_removal(request, max_addresses, force)
     if current is None:
         current = read_blocklist(client)
     before = current.strings()

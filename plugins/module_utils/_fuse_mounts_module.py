@@ -7,6 +7,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_CALL_TIMEOUT, check_range
+
 FUSE_ARGUMENT_SPEC = dict(
     kubelet_dir=dict(type="path", default="/var/lib/kubelet"),
     drivers=dict(type="list", elements="str", default=[]),
@@ -16,8 +18,10 @@ FUSE_ARGUMENT_SPEC = dict(
 
 
 def check_params(module):
-    if module.params["probe_timeout"] < 1:
-        module.fail_json(msg="probe_timeout must be at least 1 second, got %s" % module.params["probe_timeout"])
+    try:
+        check_range(module.params["probe_timeout"], "probe_timeout", 1, MAX_CALL_TIMEOUT, "seconds")
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
 
 
 def read_mountinfo(module, path="/proc/self/mountinfo"):

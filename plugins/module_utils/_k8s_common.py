@@ -40,6 +40,11 @@ except ImportError:  # pragma: no cover (Python 2 is not supported, this keeps t
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import describe, object_ref
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
+    MAX_API_RETRIES,
+    MAX_CALL_TIMEOUT,
+    check_range,
+)
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
@@ -109,11 +114,11 @@ def check_requirements(module):
     kubeconfig = module.params.get('kubeconfig')
     if isinstance(kubeconfig, dict) and extract_sensitive_values_from_kubeconfig is not None:
         module.no_log_values.update(extract_sensitive_values_from_kubeconfig(kubeconfig))
-    for name in ('request_timeout', 'api_retries'):
-        value = module.params.get(name)
-        if value is not None and value < (1 if name == 'request_timeout' else 0):
-            module.fail_json(msg='%s must be %s, got %s' % (
-                name, 'at least 1 second' if name == 'request_timeout' else 'zero or more', value))
+    try:
+        check_range(module.params.get('request_timeout'), 'request_timeout', 1, MAX_CALL_TIMEOUT, 'seconds')
+        check_range(module.params.get('api_retries'), 'api_retries', 0, MAX_API_RETRIES)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
 
 
 # --------------------------------------------------------------------------- errors

@@ -25,6 +25,12 @@ description:
   - Refuses, before changing anything, the addresses of the cluster's own monitors, managers,
     OSDs and MDSs (read from the mon, mgr, osd and fs maps), the O(protect_addresses),
     C(0.0.0.0/0), C(::/0) and any CIDR with more than O(max_addresses) addresses.
+  - With O(state=absent), refuses before reading or removing anything C(0.0.0.0/0), C(::/0),
+    C(::ffff:0:0/96) (every IPv4 address as IPv4-mapped IPv6) and any IPv6 range holding it,
+    whatever O(force) says (one call would lift every fence of the cluster), and a CIDR with more
+    than O(max_addresses) addresses unless O(force=true).
+  - Bad input (an address that is not an IP address, a CIDR that is not a CIDR or has host bits
+    set, an O(expire) out of range) fails with a message naming the value, before connecting.
   - Addresses are compared after normalisation, IPv4-mapped IPv6 as IPv4 and ports and nonces
     dropped for IP-wide entries, so C(::ffff:10.0.0.1), C([::ffff:10.0.0.1]:0/0) and
     C(::ffff:10.0.0.0/120) are refused exactly like C(10.0.0.1) and C(10.0.0.0/24).
@@ -78,9 +84,10 @@ options:
         (C(mon_osd_blocklist_default_expire), one hour).
       - A fenced node must not come back before it has been rebooted; for a node fence, a long
         expiry (days) is safer than the default.
-      - Must be a finite number above 0 and at most 315360000 (ten years; Ceph caps expiries at
-        2106). C(inf), C(nan), negative and larger values fail before anything is done.
-    type: float
+      - Must be a number of seconds above 0 and at most 315360000 (ten years; Ceph caps expiries
+        at 2106). C(0), negative and larger values, C(inf), C(nan) and text that is not a number
+        fail with a message before anything is done.
+    type: raw
   protect_addresses:
     description:
       - IPs, C(ip:port/nonce) addresses or CIDRs that must never be fenced, for example the
@@ -96,8 +103,17 @@ options:
     description:
       - Refuse CIDRs with more addresses than this (a C(/24) has 256). Raise it explicitly to
         fence a larger network. C(0.0.0.0/0) and C(::/0) are refused whatever it says.
+      - With O(state=absent), removing entries by a wider CIDR also needs O(force=true).
+      - From 1 to 4294967296 (an IPv4 C(/0) is refused anyway).
     type: int
     default: 256
+  force:
+    description:
+      - With O(state=absent), remove the entries inside a CIDR with more than O(max_addresses)
+        addresses. C(0.0.0.0/0), C(::/0) and C(::ffff:0:0/96) are refused even then.
+      - Ignored with O(state=present), where raising O(max_addresses) is the explicit choice.
+    type: bool
+    default: false
   cidr_mode:
     description:
       - How CIDRs are blocklisted with O(state=present).
@@ -112,6 +128,7 @@ options:
       - How many per-address blocklist commands run at once (threads over one connection with the
         bindings, processes with the CLI). Each add waits for a monitor proposal (about a second),
         so a C(/24) takes minutes one by one and seconds in parallel.
+      - From 1 to 256.
     type: int
     default: 64
 notes:
@@ -153,6 +170,12 @@ EXAMPLES = r'''
     state: absent
     addresses: [10.0.3.12]
     cidrs: [10.244.3.0/24]
+
+- name: Lift every fence inside a /16 (wider than max_addresses, so it needs force)
+  volfence.csi.ceph_blocklist:
+    state: absent
+    cidrs: [10.244.0.0/16]
+    force: true
 
 - name: Set the connection once for every Ceph module
   module_defaults:
@@ -251,6 +274,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     ceph_argument_spec,
     check_expire,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request, parse_protected
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import BlocklistFailure, ensure_blocklist
 
@@ -261,8 +285,9 @@ def main():
             state=dict(type='str', default='present', choices=['present', 'absent']),
             addresses=dict(type='list', elements='str', default=[]),
             cidrs=dict(type='list', elements='str', default=[]),
-            expire=dict(type='float'),
+            expire=dict(type='raw'),
             max_addresses=dict(type='int', default=256),
+            force=dict(type='bool', default=False),
             cidr_mode=dict(type='str', default='auto', choices=['auto', 'range', 'addresses']),
             parallel=dict(type='int', default=64),
             protect_addresses=dict(type='list', elements='str', default=[]),
@@ -273,11 +298,11 @@ def main():
     p = module.params
     if not p['addresses'] and not p['cidrs']:
         module.fail_json(msg='give at least one address or CIDR: nothing was changed')
-    if p['parallel'] < 1 or p['max_addresses'] < 1:
-        module.fail_json(msg='parallel and max_addresses must be at least 1')
     try:
         # every input error before connecting
-        check_expire(p['expire'])
+        check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)
+        check_range(p['max_addresses'], 'max_addresses', 1, 2 ** 32)
+        p['expire'] = check_expire(p['expire'])
         Request(p['addresses'], p['cidrs'])
         parse_protected(p['protect_addresses'])
     except ValueError as exc:
@@ -288,7 +313,8 @@ def main():
         client = connect(p, module.tmpdir)
         result = ensure_blocklist(client, p['state'], p['addresses'], p['cidrs'], p['expire'], p['cidr_mode'],
                                   p['max_addresses'], p['parallel'], module.check_mode,
-                                  protect=p['protect_addresses'] if p['state'] == 'present' else None)
+                                  protect=p['protect_addresses'] if p['state'] == 'present' else None,
+                                  force=p['force'])
     except BlocklistFailure as exc:
         # I7: what was done and what failed, and changed=true when anything was written
         for warning in exc.result['warnings']:

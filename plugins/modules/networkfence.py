@@ -358,6 +358,13 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
+    MAX_PARALLEL,
+    MAX_SLEEP_SECONDS,
+    MAX_WAIT_SECONDS,
+    check_range,
+)
+
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     K8sError,
     check_requirements,
@@ -441,11 +448,9 @@ def main():
     check_requirements(module)
     p = module.params
     try:
-        for key in ('wait_timeout',):
-            if p[key] < 0:
-                raise ValueError('%s must be zero or more seconds' % key)
-        if p['wait_sleep'] < 1 or p['parallel'] < 1:
-            raise ValueError('wait_sleep and parallel must be at least 1')
+        check_range(p['wait_timeout'], 'wait_timeout', 0, MAX_WAIT_SECONDS, 'seconds')
+        check_range(p['wait_sleep'], 'wait_sleep', 1, MAX_SLEEP_SECONDS, 'seconds')
+        check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)
         requests = build_requests(p)
     except ValueError as exc:
         module.fail_json(msg='%s. Nothing was changed.' % exc)

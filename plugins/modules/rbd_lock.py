@@ -105,9 +105,10 @@ options:
   blocklist_expire:
     description:
       - Seconds until those blocklist entries expire (Ceph's default, one hour, without it).
-      - Must be a finite number above 0 and at most 315360000 (ten years). C(inf), C(nan),
-        negative and larger values fail before anything is done.
-    type: float
+      - Must be a number of seconds above 0 and at most 315360000 (ten years). C(0), negative and
+        larger values, C(inf), C(nan) and text that is not a number fail with a message before
+        anything is done.
+    type: raw
   tag:
     description:
       - With O(state=present), take a shared lock with this tag instead of an exclusive one.
@@ -337,7 +338,7 @@ def main():
             protect_addresses=dict(type='list', elements='str', default=[]),
             include_managed=dict(type='bool', default=False),
             blocklist_locker=dict(type='bool', default=True),
-            blocklist_expire=dict(type='float'),
+            blocklist_expire=dict(type='raw'),
             tag=dict(type='str'),
             node_addresses=dict(type='dict', default={}),
             query_lock_owners=dict(type='bool', default=False),
@@ -355,7 +356,7 @@ def main():
         if p['state'] == 'absent' and lock_filter.empty:
             raise ValueError('state=absent needs at least one of lock_id, locker, address to select the locks '
                              'to break (lock_id: "*" selects every lock): nothing was changed')
-        check_expire(p['blocklist_expire'], 'blocklist_expire')
+        p['blocklist_expire'] = check_expire(p['blocklist_expire'], 'blocklist_expire')
         for what in ('lock_id', 'locker', 'tag'):
             check_name(p[what], what)
     except ValueError as exc:

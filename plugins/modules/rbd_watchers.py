@@ -227,6 +227,8 @@ backend:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
+
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
     connect,
     image_spec,
@@ -272,8 +274,7 @@ def main():
             raise ValueError('give pool and image, or images')
         node_map = NodeMap(p['node_addresses'])
         exclude = AddressMatcher(p['exclude_addresses'], 'exclude_addresses')
-        if p['parallel'] < 1:
-            raise ValueError('parallel must be at least 1')
+        check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 

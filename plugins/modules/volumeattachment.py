@@ -221,6 +221,12 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
+    MAX_SLEEP_SECONDS,
+    MAX_WAIT_SECONDS,
+    check_range,
+)
+
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     K8sError,
     check_requirements,
@@ -260,10 +266,8 @@ def main():
             if p[key] is not None:
                 check_object_name(p[key], key)
         for key in ('not_ready_grace', 'force_grace', 'wait_timeout'):
-            if p[key] < 0:
-                raise ValueError('%s must be zero or more seconds, got %s' % (key, p[key]))
-        if p['wait_sleep'] < 1:
-            raise ValueError('wait_sleep must be at least 1 second')
+            check_range(p[key], key, 0, MAX_WAIT_SECONDS, 'seconds')
+        check_range(p['wait_sleep'], 'wait_sleep', 1, MAX_SLEEP_SECONDS, 'seconds')
     except ValueError as exc:
         module.fail_json(msg=str(exc) + ' (nothing was changed)')
 

@@ -236,6 +236,8 @@ collision_version_affected:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_WAIT_SECONDS, check_range
+
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     K8sError,
     check_requirements,
@@ -265,8 +267,7 @@ def main():
         for key in ('name', 'persistent_volume', 'node'):
             if p[key] is not None:
                 check_object_name(p[key], key)
-        if p['not_ready_grace'] < 0:
-            raise ValueError('not_ready_grace must be zero or more seconds')
+        check_range(p['not_ready_grace'], 'not_ready_grace', 0, MAX_WAIT_SECONDS, 'seconds')
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 

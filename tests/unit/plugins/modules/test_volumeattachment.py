@@ -111,7 +111,10 @@ def test_unknown_name_is_a_warning_unknown_pv_an_error(monkeypatch, capsys):
 @pytest.mark.parametrize('args, message', [
     (dict(), 'one of the following is required: name, persistent_volume, node, attacher'),
     (dict(node='node-b', state='present'), 'value of state must be one of: absent'),
-    (dict(node='node-b', wait_timeout=-1), 'wait_timeout must be zero or more seconds'),
+    (dict(node='node-b', wait_timeout=-1), 'wait_timeout=-1 is out of range: give 0 to 86400 seconds'),
+    (dict(node='node-b', force_grace=86401), 'force_grace=86401 is out of range: give 0 to 86400 seconds'),
+    (dict(node='node-b', not_ready_grace=-5), 'not_ready_grace=-5 is out of range'),
+    (dict(node='node-b', wait_sleep=0), 'wait_sleep=0 is out of range: give 1 to 600 seconds'),
     (dict(name='CSI_x'), 'is not a valid Kubernetes object name'),
 ])
 def test_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
