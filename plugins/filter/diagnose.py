@@ -9,6 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose, pv_rbd_image as _pv_rbd_image, table
+from ansible_collections.volfence.csi.plugins.module_utils._safety import down_node_volumes as _down_node_volumes
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
     node_addresses as _node_addresses,
     node_summary as _node_summary,
@@ -23,8 +24,22 @@ def diagnose_stuck_pods(pods, events=None, pvcs=None, pvs=None, volumeattachment
                     watchers or {}, locks or {}, git_version, int(threshold))
 
 
-def diagnosis_table(diagnoses):
-    return table(diagnoses)
+def diagnosis_table(diagnoses, node_volumes=None):
+    return table(diagnoses, node_volumes or [])
+
+
+def _objects(value, what):
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AnsibleFilterError("%s must be a list of %s objects, got %s" % (what, what, type(value).__name__))
+    return value
+
+
+def down_node_volumes(nodes, pods=None, pvcs=None, pvs=None, volumeattachments=None):
+    """Each node that is not Ready, its volumes and what node_failover would do for each."""
+    return _down_node_volumes(_objects(nodes, "Node"), _objects(pods, "Pod"), _objects(pvcs, "PersistentVolumeClaim"),
+                              _objects(pvs, "PersistentVolume"), _objects(volumeattachments, "VolumeAttachment"))
 
 
 def node_addresses(nodes, types=None):
@@ -53,6 +68,7 @@ class FilterModule(object):
         return {
             "diagnose_stuck_pods": diagnose_stuck_pods,
             "diagnosis_table": diagnosis_table,
+            "down_node_volumes": down_node_volumes,
             "node_addresses": node_addresses,
             "pv_rbd_image": pv_rbd_image,
             "node_summary": node_summary,

@@ -56,6 +56,13 @@ def failover_release_plan(volumes, failed_node, pods=None, fence_method='blockli
                                 bool(out_of_service_taint))
 
 
+def node_volume_report(pods, node, pvcs=None, pvs=None, attachments=None):
+    """Every volume of `node` and what volfence.csi did for it (node_recover's report)."""
+    return _safety.node_volumes(node, _safety.failover_volumes(node, _list(pods, 'pods'), _list(pvcs, 'pvcs'),
+                                                               _list(pvs, 'pvs'), _list(attachments, 'attachments')),
+                                'recover')
+
+
 def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
     return _safety.failover_marker(node, _list(blocklisted, 'blocklisted'), _list(networkfences, 'networkfences'),
                                    fenced_at)
@@ -97,6 +104,7 @@ class FilterModule(object):
             'failover_fence_plan': failover_fence_plan,
             'failover_fence_cidrs': failover_fence_cidrs,
             'failover_release_plan': failover_release_plan,
+            'node_volume_report': node_volume_report,
             'failover_marker': failover_marker,
             'failover_record': failover_record,
             'recovery_plan': recovery_plan,

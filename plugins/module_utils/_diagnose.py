@@ -110,15 +110,15 @@ def pv_rbd_image(pv):
     """(kind, "pool[/namespace]/image") of a PersistentVolume: kind is rbd-csi (ceph-csi's
     volumeAttributes), rbd-intree (spec.rbd), csi (another CSI driver) or other; image is None
     when the PV is no RBD volume."""
-    spec = (pv or {}).get("spec", {})
-    if spec.get("csi"):
-        attrs = spec["csi"].get("volumeAttributes", {}) or {}
+    spec = (pv or {}).get("spec") or {}
+    if isinstance(spec.get("csi"), dict) and spec["csi"]:
+        attrs = spec["csi"].get("volumeAttributes") or {}
         if attrs.get("imageName"):
             parts = (attrs.get("pool", "rbd"), attrs.get("radosNamespace"), attrs["imageName"])
             return "rbd-csi", "/".join(p for p in parts if p)
         return "csi", None
-    if spec.get("rbd"):
-        return "rbd-intree", "%s/%s" % (spec["rbd"].get("pool", "rbd"), spec["rbd"]["image"])
+    if isinstance(spec.get("rbd"), dict) and spec["rbd"].get("image"):
+        return "rbd-intree", "%s/%s" % (spec["rbd"].get("pool") or "rbd", spec["rbd"]["image"])
     return "other", None
 
 
@@ -240,8 +240,9 @@ def diagnose(pods, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git
             for p in sorted(stuck, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))]
 
 
-def table(diagnoses):
-    """A fixed-width table for a terminal or a job log."""
+def table(diagnoses, node_volumes=None):
+    """A fixed-width table for a terminal or a job log; then, for each node that is not Ready,
+    its volumes and what node_failover would do for each (node_volumes: down_node_volumes())."""
     rows = [("NAMESPACE", "POD", "NODE", "AGE", "INCIDENT", "NEXT")]
     for d in diagnoses:
         nxt = d["next"]["file"] if d["next"] else "-"
@@ -258,4 +259,8 @@ def table(diagnoses):
         lines.extend("  - " + e for e in d["evidence"])
     if not diagnoses:
         lines.append("(no stuck pods)")
+    for entry in node_volumes or []:
+        lines.append("")
+        lines.append("node %s (Ready=%s) holds %d volume(s):" % (entry["node"], entry["ready"], len(entry["volumes"])))
+        lines.extend("  - " + v["line"] for v in entry["volumes"])
     return lines

@@ -626,9 +626,8 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
             action = 'released' if rbd else 'released under the out-of-service taint'
         else:
             action = 'kept attached' if volume.get('attachments') else 'left alone'
-        verdict = dict(volume, safe=safe, rbd=rbd, action=action, how=how, invariant='I6')
-        verdict['line'] = '%s (%s): %s: %s' % (_volume_name(verdict), volume.get('volume') or _label(volume),
-                                               action, how)
+        verdict = dict(volume, name=_volume_name(volume), safe=safe, rbd=rbd, action=action, how=how, invariant='I6')
+        verdict['line'] = '%s (%s): %s: %s' % (verdict['name'], volume.get('volume') or _label(volume), action, how)
         verdicts.append(verdict)
     safe_claims = set(c for v in verdicts if v['safe'] for c in v.get('claims') or [])
     unsafe_claims = set(c for v in verdicts if not v['safe'] for c in v.get('claims') or [])
@@ -662,7 +661,7 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     owned = set('%s/%s' % ((p.get('metadata') or {}).get('namespace'), c) for p in pods or []
                 if isinstance(p, dict) and (p.get('metadata') or {}).get('ownerReferences') for c in _claims_of(p))
     wait_claims = sorted(c for c in owned if c in safe_claims and c not in unsafe_claims)
-    others = [dict(name=_volume_name(v), volume=v.get('volume') or _label(v), driver=v.get('driver'),
+    others = [dict(name=v['name'], volume=v.get('volume') or _label(v), driver=v.get('driver'),
                    action=v['action'], how=v['how'], attachments=v.get('attachments') or [],
                    claims=v.get('claims') or [])
               for v in verdicts if not v['rbd']]
@@ -849,6 +848,64 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
                            source=SOURCE_POD_INLINE, inline=spec_volume.get('name'))
             add(volume['pods'], ref)
     return [volumes[k] for k in sorted(volumes)]
+
+
+# --------------------------------------------------------------------------- a node's volumes, for diagnose and node_recover
+
+CLEANUP = 'the volfence.csi.volumeattachment_cleanup playbook'
+
+
+def node_volumes(node, volumes, context='recover'):
+    """What volfence.csi does (diagnose: would do in node_failover) or did (recover: node_recover
+    after a failover) for each volume of `node` (failover_volumes()), in the user's words: one
+    dict per volume with name, volume, driver, rbd, attachments, claims, pods, note and line."""
+    out = []
+    for volume in volumes or []:
+        if not isinstance(volume, dict):
+            continue
+        name = _volume_name(volume)
+        what = volume.get('volume') or _label(volume)
+        attached = volume.get('attachments') or []
+        known = volume.get('pv') is not None or volume.get('source') in (SOURCE_POD_INLINE, SOURCE_VA_INLINE)
+        rbd = bool(volume.get('image'))
+        if not known:
+            note = '%s: volfence.csi cannot name the volume, so it never fences or releases it' % what
+            if attached:
+                note += '; it leaves %s alone (%s removes it once stale)' % (', '.join(attached), CLEANUP)
+        elif rbd and context == 'diagnose':
+            note = 'RBD: node_failover -e failed_node=%s fences %s\'s clients of it, then releases it' % (node, node)
+        elif rbd:
+            note = ('RBD: node_failover fenced %s\'s clients of it; what is lifted and what stays is listed with the '
+                    'blocklist entries and fences' % node)
+        elif context == 'diagnose':
+            note = 'not an RBD volume: node_failover cannot fence it and %s; %s' % (
+                'leaves it attached (its driver must detach it)' if attached else
+                'does not force-delete the pods using it',
+                OUT_OF_SERVICE_HINT % (node, 'detach it' if attached else 'delete those pods'))
+        elif attached:
+            note = ('not an RBD volume: volfence.csi neither fenced nor detached it; %s still attached to %s: now '
+                    'that %s is back, its driver detaches it once no pod there uses it (if it stays, %s removes it '
+                    'once stale)' % (', '.join(attached), node, node, CLEANUP))
+        else:
+            note = 'not an RBD volume, not attached: volfence.csi did nothing for it and has nothing to lift'
+        out.append(dict(name=name, volume=what, driver=volume.get('driver'), rbd=rbd, attachments=attached,
+                        claims=volume.get('claims') or [], pods=volume.get('pods') or [], note=note,
+                        line='%s (%s): %s' % (name, what, note)))
+    return out
+
+
+def down_node_volumes(nodes, pods, pvcs, pvs, attachments):
+    """For each node that is not Ready: its volumes (failover_volumes()) and what node_failover
+    would do for each (node_volumes(context='diagnose')). Nodes without volumes are left out."""
+    out = []
+    for node in nodes or []:
+        name = _name(node) if isinstance(node, dict) else None
+        if not name or node_ready(node) == 'True':
+            continue
+        volumes = failover_volumes(name, pods, pvcs, pvs, attachments)
+        if volumes:
+            out.append(dict(node=name, ready=node_ready(node), volumes=node_volumes(name, volumes, 'diagnose')))
+    return out
 
 
 # --------------------------------------------------------------------------- pods restarted after a repair

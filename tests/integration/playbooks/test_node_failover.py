@@ -71,9 +71,9 @@ def test_refuses_a_ready_node_and_changes_nothing(clean_lab, lab_inventory, tmp_
     assert "refusing to fence node-c: it is Ready" in run.stdout
     assert blocklist(lab) == before
     missing = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-z", "report_path": str(tmp_path / "r.json")})
-    assert missing.rc != 0 and "node node-z not found" in missing.stdout
+    assert missing.rc != 0 and "no node named node-z (the cluster's nodes: node-a, node-b, node-c)" in missing.stdout
     unset = run_playbook(lab_inventory, PLAYBOOK, {"report_path": str(tmp_path / "r.json")})
-    assert unset.rc != 0 and "set -e failed_node=<node>" in unset.stdout
+    assert unset.rc != 0 and "failed_node: required (the node that died)" in unset.stdout
 
 
 def test_failover_with_a_networkfence(seed_000, lab_inventory, tmp_path):
@@ -133,3 +133,81 @@ def test_I6_nothing_released_when_the_watcher_is_kept(seed_000, lab_inventory, t
         assert kube.find("pods", state["old_pod"], "default") is not None
     finally:
         kube.patch("nodes", "node-c", {"status": {"addresses": addresses}}, subresource="status")
+
+
+@pytest.fixture
+def seed_000_mixed(clean_lab, kube, incident):
+    state = incident("seed-000-mixed")
+    yield clean_lab, state, kube
+    for name in state["deployments"]:
+        kube.delete("deployments", name, "default")
+
+
+def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(seed_000_mixed, lab_inventory, tmp_path):
+    """Issue 17: node-b holds, beside seed-000's RBD volume, a volume of another CSI driver (attached,
+    EBS-like), an in-tree NFS volume and a VolumeAttachment of a PV that does not exist. The RBD pod
+    is recovered on another node; every other volume is in the report with what was done and why,
+    the other driver's attachments are untouched, and nothing makes the run fail."""
+    lab, state, kube = seed_000_mixed
+    other, nfs, orphan = state["other"], state["nfs"], state["orphan"]
+    other_va = kube.get("volumeattachments", other["volumeattachment"])
+    orphan_va = kube.get("volumeattachments", orphan["volumeattachment"])
+    extra = {"failed_node": "node-b", "lease_grace_seconds": 3, "wait_timeout": 60,
+             "report_path": str(tmp_path / "r.json")}
+
+    before = blocklist(lab)
+    check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
+    assert check.rc == 0, check.stdout[-3000:]
+    assert blocklist(lab) == before and kube.find("pods", state["old_pod"], "default") is not None
+
+    run = run_playbook(lab_inventory, PLAYBOOK, extra)
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    volumes = dict((v["pv_name"], v) for v in report["volumes"] if v["pv_name"])
+
+    # RBD: fenced and released; the pod runs on another node.
+    rbd = volumes[state["pv"]]
+    assert rbd["rbd"] is True and rbd["safe"] is True and rbd["action"] == "released"
+    assert rbd["how"] == "fenced (blocklist): " + state["watchers"][0]
+    assert report["fence_plan"]["fence"] == state["watchers"] and state["watchers"][0] in blocklist(lab)
+    assert report["pods_force_deleted"] == [state["old_pod"]]
+    assert stuck_phase(kube, state) == "Running"
+
+    # The other CSI driver's volume: reported, kept attached, its attachment untouched.
+    ebs = volumes[other["pv"]]
+    assert (ebs["rbd"], ebs["safe"], ebs["action"], ebs["driver"]) == (False, False, "kept attached", state["other_driver"])
+    assert ebs["attachments"] == [other["volumeattachment"]] and ebs["claims"] == ["default/" + other["pvc"]]
+    assert "not an RBD volume (CSI driver %s)" % state["other_driver"] in ebs["how"]
+    assert "its driver must detach it" in ebs["how"] and "out_of_service_taint=true" in ebs["how"]
+    after = kube.get("volumeattachments", other["volumeattachment"])
+    assert after["metadata"]["resourceVersion"] == other_va["metadata"]["resourceVersion"]
+    assert not after["metadata"].get("deletionTimestamp")
+
+    # The in-tree NFS volume: nothing attached, left alone, its pod not force-deleted.
+    nfs_volume = volumes[nfs["pv"]]
+    assert (nfs_volume["rbd"], nfs_volume["safe"], nfs_volume["action"]) == (False, False, "left alone")
+    assert nfs_volume["volume"] == "in-tree nfs" and "with no VolumeAttachment" in nfs_volume["how"]
+
+    # The attachment of a PV that does not exist: named, kept, untouched.
+    gone = volumes[orphan["pv"]]
+    assert (gone["pv"], gone["safe"], gone["action"]) == (None, False, "kept attached")
+    assert "was not found" in gone["how"] and orphan["volumeattachment"] in gone["how"]
+    assert kube.get("volumeattachments", orphan["volumeattachment"])["metadata"]["resourceVersion"] == \
+        orphan_va["metadata"]["resourceVersion"]
+
+    # The report's list of what is not RBD, the kept attachments, the pods kept.
+    not_rbd = dict((v["name"], v) for v in report["volumes_not_rbd"])
+    assert {other["pv"], nfs["pv"], orphan["pv"]} <= set(not_rbd)
+    assert sorted(not_rbd) == sorted(v["name"] for v in report["volumes"] if not v["rbd"])
+    assert not_rbd[other["pv"]]["action"] == "kept attached" and not_rbd[other["pv"]]["how"] == ebs["how"]
+    assert {other["volumeattachment"], orphan["volumeattachment"]} <= set(report["volumeattachments_kept"])
+    assert report["volumeattachments_removed"] == []
+    assert sorted(p["pod"] for p in report["pods_kept"]) == sorted(
+        "default/" + p["metadata"]["name"] for p in kube.list("pods", "default", field_selector="spec.nodeName=node-b")
+        if p["metadata"].get("deletionTimestamp"))
+    # The debug report names each volume with what was done.
+    lines = [r for r in run.results("k8s-api") if r["_task"] == "Failover | report"][0]["msg"]
+    text = "\n".join(lines)
+    for name in (state["pv"], other["pv"], nfs["pv"], orphan["pv"]):
+        assert name in text
+    assert "kept attached: not an RBD volume (CSI driver %s)" % state["other_driver"] in text
