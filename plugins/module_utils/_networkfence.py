@@ -42,6 +42,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+import json
+import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._addresses import parse_network
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
@@ -611,3 +613,149 @@ def fence_outcome(fence, fence_state):
     if result == FAILED:
         return FAILED
     return None
+
+
+# --------------------------------------------------------------------------- Ceph monitors (issue 17)
+
+# Where ceph-csi's configuration lists the monitors of each clusterID: ceph-csi's own ConfigMap
+# (deploy/*/kubernetes/csi-config-map.yaml: key config.json) and the one Rook writes for the
+# ceph-csi it deploys (pkg/operator/ceph/csi: ConfigName rook-ceph-csi-config, ConfigKey
+# csi-cluster-config-json). Both hold a JSON list of {clusterID, monitors: [...], ...}.
+DEFAULT_MONITOR_CONFIGMAPS = ('ceph-csi-config', 'rook-ceph-csi-config')
+MONITOR_CONFIG_KEYS = ('config.json', 'csi-cluster-config-json')
+
+_MON_TYPE = re.compile(r'^(?:v1|v2|any|legacy):', re.IGNORECASE)
+_MON_V4_PORT = re.compile(r'^(\d{1,3}(?:\.\d{1,3}){3})(?::\d+)?(?:/\d+)?$')
+_MON_V6_PORT = re.compile(r'^\[([0-9A-Fa-f:.]+)\](?::\d+)?(?:/\d+)?$')
+_MON_HOST = re.compile(r'^([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::\d+)?$')
+
+
+def _split_addrvec(text):
+    """The elements of a monitor entry: '[v2:1.2.3.4:3300/0,v1:1.2.3.4:6789/0]' (an addrvec), or
+    several entries separated by commas or spaces, or one entry."""
+    text = text.strip()
+    if text.startswith('[') and text.endswith(']') and _MON_TYPE.match(text[1:]):
+        text = text[1:-1]
+    parts = []
+    depth = 0
+    current = ''
+    for char in text:
+        if char == '[':
+            depth += 1
+        elif char == ']':
+            depth -= 1
+        if depth == 0 and char in ', ':
+            if current:
+                parts.append(current)
+            current = ''
+            continue
+        current += char
+    if current:
+        parts.append(current)
+    out = []
+    for part in parts:
+        if part.startswith('[') and part.endswith(']') and _MON_TYPE.match(part[1:]):
+            out.extend(_split_addrvec(part))
+        else:
+            out.append(part)
+    return out
+
+
+def parse_monitor(text):
+    """(IP addresses, host names) of one monitor entry as ceph-csi's configuration lists it:
+    ``10.0.0.1:6789``, ``10.0.0.1``, ``[fd00::1]:6789``, ``fd00::1``,
+    ``[v2:10.0.0.1:3300/0,v1:10.0.0.1:6789/0]``, ``v2:10.0.0.1:3300``, or a host name
+    (``rook-ceph-mon-a.rook-ceph.svc:6789``), which cannot be checked without DNS. Addresses are
+    normalised (IPv4-mapped IPv6 as IPv4), without duplicates. What is neither is returned as a
+    host name too (reported as unchecked, never silently dropped)."""
+    ips, hosts = [], []
+    for part in _split_addrvec(str(text)):
+        value = _MON_TYPE.sub('', part.strip())
+        if not value:
+            continue
+        ip = None
+        match = _MON_V4_PORT.match(value) or _MON_V6_PORT.match(value)
+        candidate = match.group(1) if match else value
+        try:
+            ip = normalize_ip(ipaddress.ip_address(u'%s' % candidate))
+        except ValueError:
+            ip = None
+        if ip is not None:
+            if ip not in ips:
+                ips.append(ip)
+            continue
+        host = _MON_HOST.match(value)
+        name = host.group(1) if host else value
+        if name not in hosts:
+            hosts.append(name)
+    return ips, hosts
+
+
+def csi_monitors(configmaps):
+    """(monitors, warnings) from ceph-csi ConfigMaps (Kubernetes objects). monitors:
+    [{configmap, cluster_id, monitor, addresses, hosts}], one per monitor entry, with the IPs
+    (normalised, as strings) and the host names it names. A ConfigMap without a known key or whose
+    JSON cannot be read gives a warning (its monitors are then not checked)."""
+    monitors, warnings = [], []
+    for cm in configmaps or []:
+        meta = cm.get('metadata') or {}
+        where = '%s/%s' % (meta.get('namespace'), meta.get('name'))
+        data = cm.get('data') or {}
+        keys = [k for k in MONITOR_CONFIG_KEYS if k in data]
+        if not keys:
+            warnings.append('ConfigMap %s has none of the keys %s: its monitors were not checked'
+                            % (where, ', '.join(MONITOR_CONFIG_KEYS)))
+            continue
+        for key in keys:
+            try:
+                clusters = json.loads(data[key] or '[]')
+            except ValueError as exc:
+                warnings.append('ConfigMap %s key %s is not valid JSON (%s): its monitors were not checked'
+                                % (where, key, exc))
+                continue
+            if not isinstance(clusters, list):
+                warnings.append('ConfigMap %s key %s is not a JSON list of clusters: its monitors were not checked'
+                                % (where, key))
+                continue
+            for cluster in clusters:
+                if not isinstance(cluster, dict):
+                    continue
+                for entry in cluster.get('monitors') or []:
+                    ips, hosts = parse_monitor(entry)
+                    monitors.append(dict(configmap=where, key=key, cluster_id=cluster.get('clusterID'),
+                                         monitor=str(entry), addresses=[str(ip) for ip in ips], hosts=hosts))
+    return monitors, warnings
+
+
+def monitor_refusals(plans, monitors):
+    """Messages for the plans that would newly fence a CIDR holding a Ceph monitor's IP (compared
+    normalised, an IPv6 range holding the whole IPv4-mapped range counting as every IPv4 address).
+    Fencing a monitor's address cuts every client of that node off the cluster, the monitor's own
+    peers included. The module refuses them unless forced."""
+    out = []
+    for plan in plans:
+        if not plan.newly_fenced or plan.fence_state != FENCED:
+            continue
+        hits = []
+        for cidr in plan.newly_fenced:
+            nets = compared_networks(cidr)
+            for mon in monitors:
+                for addr in mon['addresses']:
+                    ip = ipaddress.ip_address(u'%s' % addr)
+                    if any(network_contains(net, ip) for net in nets):
+                        hits.append('%s (monitor %s of clusterID %s in ConfigMap %s, via %s)' % (
+                            addr, mon['monitor'], mon['cluster_id'], mon['configmap'], cidr))
+        if hits:
+            out.append('NetworkFence %s would fence Ceph monitor address(es) %s' % (plan.name, ', '.join(hits)))
+    return out
+
+
+def unchecked_monitors(monitors):
+    """The host names among the monitors: they cannot be checked against CIDRs (no DNS here)."""
+    out = []
+    for mon in monitors:
+        for host in mon['hosts']:
+            label = '%s (clusterID %s in ConfigMap %s)' % (host, mon['cluster_id'], mon['configmap'])
+            if label not in out:
+                out.append(label)
+    return out

@@ -49,12 +49,16 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     NodeIndex,
     addons_node_report,
     class_report,
+    DEFAULT_MONITOR_CONFIGMAPS,
     coverage_refusals,
+    csi_monitors,
     fence_driver,
     fence_outcome,
     fence_report,
+    monitor_refusals,
     plan_fence,
     same_cidrs,
+    unchecked_monitors,
 )
 
 KIND = 'NetworkFence'
@@ -66,8 +70,12 @@ def fence_path(name=None):
 
 
 class NetworkFences(object):
-    def __init__(self, api, workers=16, sleep=time.sleep, clock=time.time):
+    def __init__(self, api, workers=16, sleep=time.sleep, clock=time.time,
+                 monitor_configmaps=DEFAULT_MONITOR_CONFIGMAPS):
         self.api = api
+        self.monitor_configmaps = list(monitor_configmaps or [])
+        # What the Ceph monitor check read and checked (issue 17): returned as `monitors`.
+        self.monitors = dict(configmaps=[], checked=[], unchecked=[], sources=list(self.monitor_configmaps))
         self.workers = workers
         self.sleep = sleep
         self.clock = clock
@@ -116,6 +124,55 @@ class NetworkFences(object):
         return True, [addons_node_report(o) for o in self.api.list(resource_path(GROUP, VERSION, ADDONS_NODES),
                                                                    what=('CSIAddonsNode', None))]
 
+    def read_monitor_configmaps(self):
+        """The ceph-csi ConfigMaps named by monitor_configmaps: 'namespace/name' is that one, a bare
+        name is that name in every namespace (one LIST with a field selector). A ConfigMap that does
+        not exist is no error (the cluster may not run ceph-csi); one that cannot be read (RBAC) is a
+        warning, since its monitors then go unchecked."""
+        found = []
+        for source in self.monitor_configmaps:
+            try:
+                if '/' in source:
+                    namespace, name = source.split('/', 1)
+                    obj = self.api.get(resource_path('', 'v1', 'configmaps', name, namespace=namespace),
+                                       what=('ConfigMap', name, namespace), missing_ok=True)
+                    items = [obj] if obj is not None else []
+                else:
+                    items = self.api.list(resource_path('', 'v1', 'configmaps'), what=('ConfigMap', source),
+                                          field_selector='metadata.name=%s' % source)
+            except K8sApiError as exc:
+                if exc.status == 404:
+                    continue
+                self.warnings.append('Could not read the ceph-csi ConfigMap(s) %s to check the Ceph monitors: %s; '
+                                     'its monitors were NOT checked' % (source, exc.msg))
+                continue
+            for obj in items:
+                meta = obj.get('metadata') or {}
+                key = (meta.get('namespace'), meta.get('name'))
+                if key not in [((o.get('metadata') or {}).get('namespace'), (o.get('metadata') or {}).get('name'))
+                               for o in found]:
+                    found.append(obj)
+        return found
+
+    def check_monitors(self, plans):
+        """Refusal messages for plans that newly fence a Ceph monitor listed in ceph-csi's
+        configuration; fills self.monitors (what was read and checked) and warns about host names."""
+        fencing = [p for p in plans if p.newly_fenced and p.fence_state == FENCED]
+        if not fencing or not self.monitor_configmaps:
+            return []
+        configmaps = self.read_monitor_configmaps()
+        monitors, warnings = csi_monitors(configmaps)
+        self.warnings.extend(warnings)
+        self.monitors['configmaps'] = ['%s/%s' % ((c.get('metadata') or {}).get('namespace'),
+                                                  (c.get('metadata') or {}).get('name')) for c in configmaps]
+        self.monitors['checked'] = [m for m in monitors if m['addresses']]
+        self.monitors['unchecked'] = unchecked_monitors(monitors)
+        if self.monitors['unchecked']:
+            self.warnings.append('Ceph monitor(s) listed by host name cannot be checked against the fence CIDRs (no '
+                                 'DNS look-up is done): %s; make sure the CIDRs do not hold them'
+                                 % ', '.join(self.monitors['unchecked']))
+        return monitor_refusals(fencing, monitors)
+
     def report(self, fence):
         return fence_report(fence, self.classes, self.index)
 
@@ -151,6 +208,12 @@ class NetworkFences(object):
                             'check the CIDRs, or set force=true if that is really intended')
         elif refusals:
             self.warnings.extend(r + ' (force=true)' for r in refusals)
+        mon_refusals = self.check_monitors(plans)
+        if mon_refusals and not force:
+            problems.append('; '.join(mon_refusals) + '. Fencing a monitor\'s address cuts the clients there off '
+                            'the cluster; check the CIDRs, or set force=true if that is really intended')
+        elif mon_refusals:
+            self.warnings.extend(r + ' (force=true)' for r in mon_refusals)
         if problems:
             raise K8sRefused('; '.join(problems) + '. Nothing was changed.')
         for plan in plans:

@@ -28,6 +28,12 @@ description:
     (any address type), an address that several nodes list, or, while a Ready node lists no IP address at all,
     an address that no node lists (it could be that node's). Addresses and CIDRs are compared after unmapping
     IPv4-mapped IPv6 (C(::ffff:10.0.3.12/128) is C(10.0.3.12/32)). Reports the nodes each fence covers.
+  - Refuses too, before any write and unless O(force=true), to fence CIDRs that hold a Ceph monitor listed in
+    ceph-csi's configuration (see O(monitor_configmaps)), when a fence is created C(Fenced), set C(Fenced), or
+    gets new CIDRs while C(Fenced). RV(monitors) says which ConfigMaps and monitors were checked. Monitors listed
+    by host name cannot be checked (no DNS look-up is done): the module warns about each.
+  - Bad input (a CIDR that is not a CIDR or has host bits set, a number out of range) fails with a message naming
+    the value before anything is read or written.
   - Changing an immutable field of an existing fence (C(driver), C(networkFenceClassName), C(secret),
     C(parameters); the CRD's CEL rules reject it) fails with an explanation; C(fenceState) and C(cidrs) can
     change.
@@ -161,10 +167,26 @@ options:
     description:
       - Labels of the fence. Only the labels given are managed; others are left alone.
     type: dict
+  monitor_configmaps:
+    description:
+      - The ConfigMaps of ceph-csi's configuration whose Ceph monitors must never be fenced. Each is
+        C(namespace/name), or a bare C(name) for that name in every namespace (one list request with a field
+        selector on C(metadata.name)).
+      - Each ConfigMap's C(config.json) (ceph-csi's own C(ceph-csi-config)) or C(csi-cluster-config-json)
+        (Rook's C(rook-ceph-csi-config)) key holds a JSON list of C({clusterID, monitors}); monitors may be
+        written C(ip:port), C([ipv6]:port), C([v2:ip:3300/0,v1:ip:6789/0]) or as host names (those cannot be
+        checked, the module warns).
+      - A ConfigMap that does not exist is not an error (a cluster without ceph-csi); one that cannot be read
+        (RBAC) gives a warning and its monitors go unchecked. An empty list turns the check off.
+      - Read only when the call would newly fence CIDRs.
+    type: list
+    elements: str
+    default: [ceph-csi-config, rook-ceph-csi-config]
   force:
     description:
       - Fence CIDRs that cover an address of a Ready node (which cuts a healthy node off its storage), an
         address that several nodes list, or an address no node lists while a Ready node lists no IP address.
+      - Fence CIDRs that hold a Ceph monitor listed in O(monitor_configmaps).
       - With O(state=absent), delete a Fenced fence without unfencing it first.
     type: bool
     default: false
@@ -177,16 +199,19 @@ options:
   wait_timeout:
     description:
       - Seconds to wait. A fence without result by then fails the module.
+      - From 0 to 86400.
     type: int
     default: 120
   wait_sleep:
     description:
       - Seconds between checks while waiting (one request for all fences).
+      - From 1 to 600.
     type: int
     default: 2
   parallel:
     description:
       - How many writes are in flight at once when many fences change.
+      - From 1 to 256.
     type: int
     default: 16
 notes:
@@ -350,6 +375,37 @@ failures:
   returned: always
   type: list
   elements: dict
+monitors:
+  description:
+    - What the Ceph monitor check read (it runs when the call would newly fence CIDRs and O(monitor_configmaps) is
+      not empty).
+  returned: always
+  type: dict
+  contains:
+    sources:
+      description: O(monitor_configmaps) as given.
+      type: list
+      elements: str
+    configmaps:
+      description: The ConfigMaps found and read, C(namespace/name).
+      type: list
+      elements: str
+    checked:
+      description:
+        - The monitors checked against the CIDRs, each with C(configmap), C(key), C(cluster_id), C(monitor) (as
+          listed) and C(addresses) (its IPs, IPv4-mapped IPv6 as IPv4).
+      type: list
+      elements: dict
+    unchecked:
+      description: Monitors listed by host name, which could not be checked (a warning names them too).
+      type: list
+      elements: str
+  sample:
+    sources: [ceph-csi-config, rook-ceph-csi-config]
+    configmaps: [ceph-csi/ceph-csi-config]
+    checked: [{configmap: ceph-csi/ceph-csi-config, key: config.json, cluster_id: lab, monitor: "10.0.3.1:6789",
+               addresses: [10.0.3.1], hosts: []}]
+    unchecked: []
 diff:
   description: The changed fences' specs before and after (by name).
   returned: when diff mode is on
@@ -371,6 +427,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     connect,
     k8s_argument_spec,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
     CREATE,
     DELETE,
@@ -409,6 +466,8 @@ def argument_spec():
         secret=dict(type='dict', options=SECRET_SPEC, no_log=False),
         parameters=dict(type='dict'),
         labels=dict(type='dict'),
+        monitor_configmaps=dict(type='list', elements='str',
+                                default=['ceph-csi-config', 'rook-ceph-csi-config']),
         force=dict(type='bool', default=False),
         wait=dict(type='bool', default=True),
         wait_timeout=dict(type='int', default=120),
@@ -451,6 +510,9 @@ def main():
         check_range(p['wait_timeout'], 'wait_timeout', 0, MAX_WAIT_SECONDS, 'seconds')
         check_range(p['wait_sleep'], 'wait_sleep', 1, MAX_SLEEP_SECONDS, 'seconds')
         check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)
+        for source in p['monitor_configmaps']:
+            for part in source.split('/', 1):
+                check_object_name(part, 'monitor_configmaps entry %r' % source)
         requests = build_requests(p)
     except ValueError as exc:
         module.fail_json(msg='%s. Nothing was changed.' % exc)
@@ -458,7 +520,7 @@ def main():
     fences = None
     try:
         api = connect(module)
-        fences = NetworkFences(api, workers=p['parallel'])
+        fences = NetworkFences(api, workers=p['parallel'], monitor_configmaps=p['monitor_configmaps'])
         plans = fences.plan(requests, force=p['force'])
         failures = []
         if not module.check_mode:
@@ -466,7 +528,7 @@ def main():
     except K8sError as exc:
         for warning in (fences.warnings if fences else []):
             module.warn(warning)
-        module.fail_json(**exc.fail_kwargs())
+        module.fail_json(monitors=fences.monitors if fences else None, **exc.fail_kwargs())
 
     for warning in fences.warnings:
         module.warn(warning)
@@ -484,7 +546,7 @@ def main():
             counts['deleted'] += 1
     output = dict(changed=any(r['changed'] for r in results), fences=results, summary=counts,
                   done=[r['name'] for r in results if r['changed']],
-                  failures=[dict(name=name, error=exc.msg) for name, exc in failures])
+                  failures=[dict(name=name, error=exc.msg) for name, exc in failures], monitors=fences.monitors)
     if module._diff:
         before = {}
         after = {}

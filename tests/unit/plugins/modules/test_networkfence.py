@@ -43,13 +43,13 @@ def run(module, args, monkeypatch, capsys, fake, check=False, diff=False):
 _REAL_INIT = NetworkFences.__init__
 
 
-def _quick_init(self, api, workers=16, sleep=None, clock=None):
+def _quick_init(self, api, workers=16, sleep=None, clock=None, **kwargs):
     ticks = [0]
 
     def clock_():
         ticks[0] += 1
         return ticks[0]
-    _REAL_INIT(self, api, workers=workers, sleep=lambda s: None, clock=clock_)
+    _REAL_INIT(self, api, workers=workers, sleep=lambda s: None, clock=clock_, **kwargs)
 
 
 FENCE = dict(name='nf-b', network_fence_class='rbd', cidrs=['10.0.3.12'], fence_state='Fenced')
