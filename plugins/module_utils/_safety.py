@@ -808,8 +808,7 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
         if not isinstance(va, dict):
             continue
         spec = va.get('spec') or {}
-        node = spec.get('nodeName', va.get('node'))
-        if node is not None and node != failed_node:
+        if spec.get('nodeName', va.get('node')) != failed_node:
             continue
         name = _name(va) or va.get('name')
         source = spec.get('source') or {}

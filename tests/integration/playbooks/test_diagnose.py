@@ -81,3 +81,35 @@ def test_diagnose_in_check_mode_changes_nothing(incidents, lab, lab_inventory, t
     assert ours, "the playbook's reads are in the log"
     assert [r for r in ours if r["method"] not in ("GET", "HEAD")] == []
     assert blocklist_and_objects(lab) == before
+
+
+def test_diagnose_reports_every_volume_of_a_dead_node_with_volumes_of_other_drivers(clean_lab, kube, incident,
+                                                                                     lab_inventory, tmp_path):
+    """Issue 17: node-b is down holding an RBD volume, an EBS-like CSI volume, an in-tree NFS volume
+    and an attachment of a PV that does not exist. diagnose does not fail, still sends the stuck RBD
+    pod to node_failover, and lists each of node-b's volumes with what node_failover would do."""
+    state = incident("seed-000-mixed")
+    try:
+        before = blocklist_and_objects(clean_lab)
+        run = run_playbook(lab_inventory, PLAYBOOK, {"stuck_threshold_seconds": 1,
+                                                     "report_path": str(tmp_path / "r.json")})
+        assert run.rc == 0, run.stdout[-3000:]
+        data = json.loads((tmp_path / "r.json").read_text())
+        by_pod = dict((p["pod"], p) for p in data["pods"])
+        assert by_pod[state["stuck_pod"]]["incident"] == "seed-000"
+        assert by_pod[state["stuck_pod"]]["next"]["extra_vars"] == {"failed_node": "node-b"}
+        node_b = [n for n in data["nodes_not_ready"] if n["node"] == "node-b"][0]
+        volumes = dict((v["name"], v) for v in node_b["volumes"])
+        assert volumes[state["pv"]]["rbd"] is True and "fences node-b's clients" in volumes[state["pv"]]["note"]
+        ebs = volumes[state["other"]["pv"]]
+        assert ebs["rbd"] is False and ebs["attachments"] == [state["other"]["volumeattachment"]]
+        assert "node_failover cannot fence it and leaves it attached" in ebs["note"]
+        assert "does not force-delete the pods using it" in volumes[state["nfs"]["pv"]]["note"]
+        assert "cannot name the volume" in volumes[state["orphan"]["pv"]]["note"]
+        table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | report"][0]["msg"]
+        assert any(line.startswith("node node-b (Ready=") for line in table)
+        assert any(state["other"]["pv"] in line and "cannot fence it" in line for line in table)
+        assert blocklist_and_objects(clean_lab) == before
+    finally:
+        for name in state["deployments"]:
+            kube.delete("deployments", name, "default")

@@ -105,3 +105,40 @@ def test_I2_keeps_what_also_covers_another_dead_node(failed_over, lab_inventory,
         assert "node-c" in kept[the_range]
     finally:
         lab.ceph("osd", "blocklist", "range", "rm", subnet)
+
+
+@pytest.fixture
+def mixed_failed_over(clean_lab, kube, incident, lab_inventory, tmp_path):
+    state = incident("seed-000-mixed")
+    report = tmp_path / "failover.json"
+    run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
+                                                 "wait_timeout": 60, "report_path": str(report)})
+    assert run.rc == 0, run.stdout[-3000:]
+    yield clean_lab, state, kube
+    for name in state["deployments"]:
+        kube.delete("deployments", name, "default")
+
+
+def test_mixed_node_recovers_and_reports_the_volumes_it_did_not_touch(mixed_failed_over, lab_inventory, tmp_path):
+    """Issue 17: after a failover of a node that also held an EBS-like CSI volume and an attachment
+    of a PV that does not exist, node_recover lifts the RBD fence and reports those volumes (still
+    attached, what volfence.csi did for them: nothing, and why) without failing."""
+    lab, state, kube = mixed_failed_over
+    fenced = state["watchers"][0]
+    other, orphan = state["other"], state["orphan"]
+    _revive(lab, kube, "node-b")
+    run = run_playbook(lab_inventory, RECOVER, {"node": "node-b", "report_path": str(tmp_path / "r.json")})
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["blocklist_removed"] == [fenced] and fenced not in blocklist_entries(lab)
+    assert report["volumes_not_read"] == []
+    volumes = dict((v["name"], v) for v in report["volumes"])
+    ebs = volumes[other["pv"]]
+    assert (ebs["rbd"], ebs["driver"], ebs["attachments"]) == (False, state["other_driver"], [other["volumeattachment"]])
+    assert "neither fenced nor detached it" in ebs["note"] and "its driver detaches it" in ebs["note"]
+    gone = volumes[orphan["pv"]]
+    assert gone["attachments"] == [orphan["volumeattachment"]] and "cannot name the volume" in gone["note"]
+    assert kube.find("volumeattachments", other["volumeattachment"]) is not None
+    assert kube.find("volumeattachments", orphan["volumeattachment"]) is not None
+    lines = [r for r in run.results("k8s-api") if r["_task"] == "Recover | report"][0]["msg"]
+    assert any(other["pv"] in line and "neither fenced nor detached" in line for line in lines)

@@ -26,6 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+    INLINE_VOLUME_KINDS,
+    failover_volumes,
     fence_cidrs,
     fence_plan,
     lock_plan,
@@ -472,7 +474,7 @@ def test_I4_never_breaks_a_live_or_untied_or_own_lock(case):
 
 # --------------------------------------------------------------------------- I6: release_plan
 
-VOLUME_KINDS = ('rbd', 'rbd', 'rbd-no-pv', 'other', 'other-no-pv')
+VOLUME_KINDS = ('rbd', 'rbd', 'rbd-no-pv', 'other', 'other-no-pv', 'rbd-inline', 'other-inline')
 # what the fence did with a watcher: fenced, kept (with a reason), or neither
 WATCHER_FATES = ('fenced', 'fenced', 'fenced', 'kept', 'none')
 
@@ -490,14 +492,22 @@ def build_release(digits):
     the taint, and terminating (or not) pods using claims of those volumes, unknown claims or inline
     volumes."""
     volumes, images, missing, fenced, kept, after = [], [], [], [], [], []
+    inline_of = {}   # pod number -> [(volume name, RBD or not)] written inline in that pod
     for n in range(4):
         kind = digits.pick((None,) + VOLUME_KINDS)
         if kind is None:
             continue
         image = 'rbd/img%d' % n if kind.startswith('rbd') else None
-        volumes.append(dict(pv=None if kind.endswith('no-pv') else 'pv-%d' % n, driver='rbd.csi.ceph.com' if image
-                            else 'ebs.csi.aws.com', kind='rbd-csi' if image else 'csi', image=image,
-                            attachments=['va-%d' % n], claims=['ns/c%d' % n]))
+        if kind.endswith('inline'):
+            owner = digits(5)
+            inline_of.setdefault(owner, []).append(('iv%d' % n, image is not None))
+            volumes.append(dict(pv=None, driver='kubernetes.io/rbd' if image else 'nfs', kind='rbd-intree' if image
+                                else 'other', image=image, source='pod-inline', inline='iv%d' % n,
+                                attachments=[], claims=[], pods=['ns/pod-%d' % owner]))
+        else:
+            volumes.append(dict(pv=None if kind.endswith('no-pv') else 'pv-%d' % n, driver='rbd.csi.ceph.com' if image
+                                else 'ebs.csi.aws.com', kind='rbd-csi' if image else 'csi', image=image,
+                                attachments=['va-%d' % n], claims=['ns/c%d' % n]))
         if image is None:
             continue
         found = digits.pick(IMAGE_FOUND)
@@ -520,6 +530,9 @@ def build_release(digits):
         spec_volumes = [dict(name='v%d' % i, persistentVolumeClaim=dict(claimName=c)) for i, c in enumerate(claims)]
         if inline:
             spec_volumes.append(dict(name='scratch', csi=dict(driver='rbd.csi.ceph.com')))
+        for name, rbd in inline_of.get(n, []):
+            spec_volumes.append(dict(name=name, rbd=dict(pool='rbd', image='img' + name[2:])) if rbd
+                                else dict(name=name, nfs=dict(server='nfs.example', path='/' + name)))
         meta = dict(name='pod-%d' % n, namespace=namespace)
         if terminating:
             meta['deletionTimestamp'] = '2026-03-04T11:59:00Z'
@@ -540,7 +553,7 @@ def oracle_safe(volume, options):
     image, the image was read on Ceph and every watcher was fenced (blocklisted, or inside a
     NetworkFence the controller reported Fenced) and is gone afterwards; any other driver only
     under the out-of-service taint."""
-    if volume['pv'] is None:
+    if volume['pv'] is None and volume.get('source') != 'pod-inline':
         return False
     image = volume['image']
     if image is None:
@@ -584,10 +597,137 @@ def test_I6_never_releases_a_volume_that_was_not_made_safe(case):
     for deleted in plan['delete_pods']:
         pod = by_ref['%s/%s' % (deleted['namespace'], deleted['name'])]
         assert pod['metadata'].get('deletionTimestamp'), 'force-deleted a pod that is not terminating'
-        assert not [v for v in pod['spec']['volumes'] if 'csi' in v], 'force-deleted a pod with an inline volume'
+        ref = '%s/%s' % (deleted['namespace'], deleted['name'])
+        safe_inline = set(v['inline'] for v in volumes if v.get('source') == 'pod-inline' and ref in v['pods']
+                          and oracle_safe(v, options))
+        unsafe = [v['name'] for v in pod['spec']['volumes'] if any(k in v for k in INLINE_VOLUME_KINDS)
+                  and v['name'] not in safe_inline]
+        assert not unsafe, 'force-deleted a pod with the inline volume(s) %s, not made safe' % unsafe
         claims = set('%s/%s' % (deleted['namespace'], v['persistentVolumeClaim']['claimName'])
                      for v in pod['spec']['volumes'] if 'persistentVolumeClaim' in v)
         assert claims <= safe_claims and not claims & unsafe_claims, 'force-deleted a pod using %s' % sorted(claims)
     for name in plan['remove_attachments']:
         assert name in safe_vas and name not in unsafe_vas, 'removed the attachment %s of an unsafe volume' % name
     assert set(plan['kept_attachments']) == unsafe_vas
+
+
+@PROPERTY
+@given(case=generated(build_release))
+def test_I6_no_volume_of_another_driver_is_released_without_the_out_of_service_taint(case):
+    """Issue 17: a volume that is not RBD (volfence.csi has no fence for it) is never made safe, its
+    attachments never removed and its pods never force-deleted, unless the operator declared the node
+    shut down (out-of-service taint); every volume is reported with what was done and why."""
+    volumes, pods, options = case
+    plan = release_plan('node-b', volumes, pods, **options)
+    taint = options['out_of_service_taint']
+    not_rbd_vas = set(a for v in volumes if not v['image'] for a in v['attachments'])
+    not_rbd_claims = set(c for v in volumes if not v['image'] for c in v['claims'])
+    for verdict in plan['volumes']:
+        assert verdict['rbd'] == bool(verdict['image'])
+        if not verdict['rbd']:
+            assert verdict['safe'] is False or taint, verdict
+        assert verdict['action'] in ('released', 'released under the out-of-service taint', 'kept attached',
+                                     'left alone')
+        assert verdict['action'].startswith('released') == verdict['safe']
+        assert verdict['line'].startswith(verdict['name']) and verdict['how'] in verdict['line']
+    if not taint:
+        assert not set(plan['remove_attachments']) & not_rbd_vas, 'removed the attachment of a volume not RBD'
+        for deleted in plan['delete_pods']:
+            pod = [p for p in pods if p['metadata']['name'] == deleted['name']
+                   and p['metadata']['namespace'] == deleted['namespace']][0]
+            claims = set('%s/%s' % (deleted['namespace'], v['persistentVolumeClaim']['claimName'])
+                         for v in pod['spec']['volumes'] if 'persistentVolumeClaim' in v)
+            assert not claims & not_rbd_claims, 'force-deleted a pod using a volume that is not RBD'
+            assert not [v for v in pod['spec']['volumes'] if 'nfs' in v], 'force-deleted a pod with inline NFS'
+    assert sorted(v['name'] for v in plan['not_rbd']) == sorted(v['name'] for v in plan['volumes'] if not v['rbd'])
+
+
+# --------------------------------------------------------------------------- failover_volumes: every volume listed
+
+PV_SHAPES = ('rbd-csi', 'rbd-intree', 'other-csi', 'nfs', 'hostPath', 'broken-rbd', 'empty', 'missing')
+NODES_OF_OBJECTS = ('node-b', 'node-b', 'node-a', None)
+
+
+def pv_spec(shape, n):
+    return {'rbd-csi': dict(csi=dict(driver='rbd.csi.ceph.com', volumeHandle='h%d' % n,
+                                     volumeAttributes=dict(pool='rbd', imageName='img%d' % n))),
+            'rbd-intree': dict(rbd=dict(pool='kube', image='img%d' % n)),
+            'other-csi': dict(csi=dict(driver='ebs.csi.aws.com', volumeHandle='vol-%d' % n)),
+            'nfs': dict(nfs=dict(server='nfs.example', path='/%d' % n)),
+            'hostPath': dict(hostPath=dict(path='/data/%d' % n)),
+            'broken-rbd': dict(rbd=dict(pool='kube')),
+            'empty': {}}.get(shape)
+
+
+def build_node_objects(digits):
+    """Pods, claims, PVs and VolumeAttachments of node-b and node-a (or of no node): PVs of every
+    kind, missing PVs, unbound and missing claims, inline volumes, attachments of inline specs or
+    of no source, in API or volumeattachment_info shape."""
+    pvs, truth = [], {}
+    for n in range(5):
+        shape = digits.pick(PV_SHAPES)
+        truth['pv-%d' % n] = shape
+        if shape != 'missing':
+            pvs.append(dict(metadata=dict(name='pv-%d' % n), spec=pv_spec(shape, n)))
+    pvcs = []
+    for n in range(5):
+        bound = digits(4)
+        if bound == 3:
+            continue  # the claim does not exist
+        pvcs.append(dict(metadata=dict(name='c%d' % n, namespace='ns'),
+                         spec=dict(volumeName='pv-%d' % digits(5)) if bound else {}))
+    vas = []
+    for n in range(digits(6)):
+        node = digits.pick(NODES_OF_OBJECTS)
+        how = digits(4)
+        if how == 0:
+            source = dict(persistentVolumeName='pv-%d' % digits(5))
+        elif how == 1:
+            source = dict(inlineVolumeSpec=pv_spec(digits.pick(PV_SHAPES), 10 + n))
+        else:
+            source = {}
+        if digits(3) == 0 and source.get('persistentVolumeName'):
+            vas.append(dict(name='va-%d' % n, node=node, pv=source['persistentVolumeName'], attacher='x'))
+        else:
+            vas.append(dict(metadata=dict(name='va-%d' % n), spec=dict(attacher='ebs.csi.aws.com', nodeName=node,
+                                                                        source=source)))
+    pods = []
+    for n in range(digits(5)):
+        volumes = [dict(name='v%d' % i, persistentVolumeClaim=dict(claimName=c))
+                   for i, c in enumerate(digits.some(('c0', 'c1', 'c2', 'c3', 'c4'), 2))]
+        for i in range(digits(3)):
+            kind = digits.pick(('nfs', 'rbd', 'csi', 'configMap', 'emptyDir', 'iscsi'))
+            volumes.append({'name': 'i%d' % i, kind: dict(pool='rbd', image='inl%d' % i) if kind == 'rbd' else {}})
+        pods.append(dict(metadata=dict(name='pod-%d' % n, namespace='ns'),
+                         spec=dict(nodeName=digits.pick(NODES_OF_OBJECTS), volumes=volumes)))
+    return pods, pvcs, pvs, vas, truth
+
+
+@PROPERTY
+@given(case=generated(build_node_objects))
+def test_I6_every_volume_of_the_failed_node_is_listed_once_and_none_of_another_node(case):
+    """Issue 17: failover_volumes never drops a volume (whatever its driver, a PV that does not
+    exist, a claim bound to nothing, an inline volume, an attachment of an inline spec) and never
+    lists one of another node; a volume is RBD exactly when its source names an RBD image."""
+    pods, pvcs, pvs, vas, truth = case
+    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
+    own_vas = [v.get('name') or v['metadata']['name'] for v in vas
+               if (v.get('spec') or {}).get('nodeName', v.get('node')) == 'node-b']
+    listed_vas = [a for v in volumes for a in v['attachments']]
+    assert sorted(listed_vas) == sorted(own_vas), 'attachments listed %s, node-b has %s' % (listed_vas, own_vas)
+    own_pods = [p for p in pods if p['spec']['nodeName'] == 'node-b']
+    own_claims = set('ns/' + v['persistentVolumeClaim']['claimName'] for p in own_pods for v in p['spec']['volumes']
+                     if 'persistentVolumeClaim' in v)
+    listed_claims = [c for v in volumes for c in v['claims']]
+    assert sorted(listed_claims) == sorted(own_claims)
+    own_inline = set(('ns/' + p['metadata']['name'], v['name']) for p in own_pods for v in p['spec']['volumes']
+                     if any(k in v for k in INLINE_VOLUME_KINDS))
+    listed_inline = [(v['pods'][0], v['inline']) for v in volumes if v['source'] == 'pod-inline']
+    assert sorted(listed_inline) == sorted(own_inline)
+    for volume in volumes:
+        if volume['source'] == 'pv':
+            assert bool(volume['image']) == (truth[volume['pv']] in ('rbd-csi', 'rbd-intree')), volume
+        elif volume['source'] == 'pv-missing':
+            assert truth.get(volume['pv_name']) in (None, 'missing') and volume['image'] is None
+        assert volume['rbd'] == bool(volume['image'])
+
