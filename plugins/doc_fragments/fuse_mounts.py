@@ -16,12 +16,18 @@ options:
     description:
       - kubelet's root directory on the node. Pod volumes are under C(<kubelet_dir>/pods/<uid>/volumes/kubernetes.io~csi/<pv>/mount),
         global staging mounts under C(<kubelet_dir>/plugins/kubernetes.io/csi/).
+      - The module fails, before looking at any mount, when it does not exist, is not a directory or cannot be
+        read (a typo must not read as "no dead mounts"). It warns when it has no C(pods) directory (it then does
+        not look like kubelet's). A symbolic link is followed.
     type: path
     default: /var/lib/kubelet
   drivers:
     description:
       - Only mounts of these CSI drivers (for example C(ch.ctrox.csi.s3-driver)), as named in kubelet's C(vol_data.json).
       - Empty means every CSI driver.
+      - A driver that no FUSE mount under O(kubelet_dir) has gives a warning naming the drivers that were found,
+        not a failure. A node without that driver's volumes is a normal answer, since the modules run on every
+        node.
     type: list
     elements: str
     default: []
@@ -36,6 +42,7 @@ options:
       - Seconds each mount point may take to answer C(stat()). A mount whose FUSE daemon is alive but does not
         answer within that time (stopped, deadlocked, its backend unreachable) is reported as C(hung) instead of
         hanging the module.
+      - From 1 to 3600.
     type: int
     default: 5
 '''

@@ -124,13 +124,51 @@ def probe(path, stat=os.stat, timeout=None):
     return (DEAD if exc.errno in DEAD_ERRNOS else HEALTHY), exc.errno, text
 
 
+def check_kubelet_dir(path, realpath=os.path.realpath, isdir=os.path.isdir, exists=os.path.exists,
+                      access=os.access):
+    """(the directory to look under, warnings) for the kubelet_dir option, or ValueError saying what is
+    wrong with it (issue 17: a typo must not read as "no dead mounts, all healthy"):
+
+    * it does not exist, is not a directory, or cannot be read: ValueError;
+    * it has no ``pods`` directory (kubelet creates it at start): a warning, it does not look like
+      kubelet's root directory.
+
+    A symbolic link is resolved: /proc/self/mountinfo lists mount points by their real path."""
+    if not exists(path):
+        raise ValueError("kubelet_dir %s does not exist on this node (it must be kubelet's root directory, by "
+                         "default /var/lib/kubelet, see kubelet's --root-dir): nothing was done" % path)
+    if not isdir(path):
+        raise ValueError("kubelet_dir %s is not a directory (it must be kubelet's root directory, by default "
+                         "/var/lib/kubelet): nothing was done" % path)
+    if not access(path, os.R_OK | os.X_OK):
+        raise ValueError("kubelet_dir %s cannot be read by this user (run the module with become: true): "
+                         "nothing was done" % path)
+    real = realpath(path)
+    warnings = []
+    if not isdir(os.path.join(real, "pods")):
+        warnings.append("kubelet_dir %s has no pods/ directory: it does not look like kubelet's root directory "
+                        "(see kubelet's --root-dir), so no pod volume can be found under it" % path)
+    return real, warnings
+
+
+def unmatched_drivers(drivers, seen):
+    """Warnings for the `drivers` given that no FUSE mount of a CSI volume under kubelet_dir has
+    (`seen`: the drivers of every such mount). A node without that driver's volumes is a normal
+    answer (the modules run on every node), so this warns and does not fail."""
+    found = sorted(set(d for d in seen if d))
+    return ["drivers: no FUSE mount of a CSI volume of driver %r under kubelet_dir on this node (drivers of the "
+            "FUSE mounts found: %s); check the name, as kubelet's vol_data.json gives it (driverName)"
+            % (driver, ", ".join(found) or "none") for driver in (drivers or []) if driver not in found]
+
+
 def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, drivers=None, fstype_patterns=("fuse", "fuse.*"),
-                         stat=os.stat, vol_data=read_vol_data, probe_timeout=PROBE_TIMEOUT):
+                         stat=os.stat, vol_data=read_vol_data, probe_timeout=PROBE_TIMEOUT, seen_drivers=None):
     """Every FUSE mount of a CSI volume under kubelet_dir, with its state (probe()).
 
     drivers: keep only these CSI drivers (empty keeps all; a mount whose driver cannot be
     told is kept only when no driver filter is given). Mounts are probed one after the other,
-    each within probe_timeout seconds (None: no bound)."""
+    each within probe_timeout seconds (None: no bound). `seen_drivers`, a list, gets the driver of
+    every FUSE mount of a CSI volume found, before the driver filter (for unmatched_drivers)."""
     found = []
     seen = set()
     for mount in parse_mountinfo(mountinfo_text):
@@ -142,6 +180,8 @@ def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, drivers=None, fstype_patte
         seen.add(mount["mount_point"])
         data = vol_data(mount["mount_point"]) if where["kind"] == "pod" else {}
         driver = data.get("driverName") or where.get("driver")
+        if seen_drivers is not None:
+            seen_drivers.append(driver)
         if drivers and driver not in drivers:
             continue
         state, err_no, error = probe(mount["mount_point"], stat=stat, timeout=probe_timeout)

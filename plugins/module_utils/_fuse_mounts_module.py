@@ -7,6 +7,11 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
+    check_kubelet_dir,
+    find_csi_fuse_mounts,
+    unmatched_drivers,
+)
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_CALL_TIMEOUT, check_range
 
 FUSE_ARGUMENT_SPEC = dict(
@@ -18,10 +23,28 @@ FUSE_ARGUMENT_SPEC = dict(
 
 
 def check_params(module):
+    """Fail on bad options before anything is looked at; the directory to look under (kubelet_dir,
+    resolved), with a warning when it does not look like kubelet's."""
     try:
         check_range(module.params["probe_timeout"], "probe_timeout", 1, MAX_CALL_TIMEOUT, "seconds")
+        kubelet_dir, warnings = check_kubelet_dir(module.params["kubelet_dir"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
+    for warning in warnings:
+        module.warn(warning)
+    return kubelet_dir
+
+
+def find_mounts(module, kubelet_dir):
+    """The FUSE mounts of CSI volumes under kubelet_dir, with a warning for each driver given that
+    has none on this node."""
+    params = module.params
+    seen = []
+    mounts = find_csi_fuse_mounts(read_mountinfo(module), kubelet_dir, params["drivers"], params["fstype_patterns"],
+                                  probe_timeout=params["probe_timeout"], seen_drivers=seen)
+    for warning in unmatched_drivers(params["drivers"], seen):
+        module.warn(warning)
+    return mounts
 
 
 def read_mountinfo(module, path="/proc/self/mountinfo"):

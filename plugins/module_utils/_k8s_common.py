@@ -171,6 +171,41 @@ class TransportError(Exception):
     """Raised by a transport when no HTTP answer was received."""
 
 
+def transport_reason(exc):
+    """Why no HTTP answer came, in the user's words, from a urllib3/OS error: connection refused, host
+    name not resolved, timed out, TLS failure, with the library's own text after it."""
+    cause = exc
+    for _depth in range(5):  # MaxRetryError.reason, ProtocolError.args[1], ...
+        inner = getattr(cause, 'reason', None)
+        if isinstance(inner, BaseException):
+            cause = inner
+            continue
+        break
+    names = set(c.__name__ for c in type(cause).__mro__) | set(c.__name__ for c in type(exc).__mro__)
+    text = str(cause)
+    lowered = text.lower()
+    if 'NameResolutionError' in names or 'gaierror' in names or 'name or service not known' in lowered \
+            or 'temporary failure in name resolution' in lowered or 'nodename nor servname' in lowered:
+        why = 'its host name does not resolve'
+    elif 'ConnectionRefusedError' in names or 'connection refused' in lowered or 'errno 111' in lowered:
+        why = 'connection refused (nothing listens there)'
+    elif 'ConnectTimeoutError' in names or ('connect' in lowered and 'timed out' in lowered):
+        why = 'the connection timed out'
+    elif 'ReadTimeoutError' in names or 'read timed out' in lowered:
+        why = 'no answer within request_timeout'
+    elif 'SSLError' in names or 'certificate' in lowered or 'ssl' in lowered:
+        why = 'TLS failed (check ca_cert, client_cert, validate_certs)'
+    elif 'ProxyError' in names:
+        why = 'the proxy failed'
+    elif 'no route to host' in lowered or 'network is unreachable' in lowered:
+        why = 'no route to the host'
+    elif 'connection reset' in lowered or 'RemoteDisconnected' in text or 'ProtocolError' in names:
+        why = 'the connection was closed without an answer'
+    else:
+        why = 'the connection failed'
+    return '%s: %s' % (why, text)
+
+
 # Statuses worth retrying: the server is overloaded, restarting, or timed out internally.
 RETRYABLE_STATUSES = (429, 500, 502, 503, 504)
 
@@ -247,8 +282,9 @@ class KubeApi(object):
                     self.sleep(self.backoff * (2 ** attempt))
                     continue
                 target = describe(*what) if what else path
-                raise K8sConnectionError('No answer from the Kubernetes API to %s %s (%s): %s' % (
-                    method, path, target, exc), method=method, path=path,
+                host = getattr(self.transport, 'host', None)
+                raise K8sConnectionError('The Kubernetes API%s is not reachable: %s; no answer to %s %s (%s)' % (
+                    (' at %s' % host) if host else '', exc, method, path, target), method=method, path=path,
                     obj=object_ref(*what) if what else None)
             if 200 <= status < 300:
                 if not resp_data:
@@ -361,7 +397,7 @@ class _PoolTransport(object):
                                      timeout=urllib3.Timeout(connect=min(timeout, 10), read=timeout),
                                      retries=False, preload_content=True, redirect=False)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TransportError('%s: %s' % (type(exc).__name__, exc))
+            raise TransportError(transport_reason(exc))
         return resp.status, resp.reason, resp.headers, resp.data
 
 
@@ -397,6 +433,24 @@ def _configured_host():
         return None
 
 
+def kubeconfig_problem(kubeconfig, source, exists=os.path.exists, isfile=os.path.isfile, access=os.access):
+    """Why the kubeconfig path(s) (os.pathsep-separated, as KUBECONFIG) cannot be used, or None: the
+    only one given does not exist, is not a file (a directory) or cannot be read by this user; with
+    several paths, none can be read."""
+    paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
+    problems = []
+    for path in paths:
+        if not exists(path):
+            problems.append('%s does not exist' % path)
+        elif not isfile(path):
+            problems.append('%s is not a file (a directory?)' % path)
+        elif not access(path, os.R_OK):
+            problems.append('%s is not readable by this user' % path)
+    if paths and len(problems) == len(paths):
+        return 'kubeconfig %s (from the %s); nothing was done' % ('; '.join(problems), source)
+    return None
+
+
 def connect(module):
     """A KubeApi for the module's connection options (kubernetes.core's, and K8S_AUTH_*).
 
@@ -409,15 +463,15 @@ def connect(module):
     auth = dict((name, params[name]) for name in AUTH_ARG_SPEC if params.get(name) is not None)
     kubeconfig = auth.get('kubeconfig', os.environ.get('K8S_AUTH_KUBECONFIG'))
     if isinstance(kubeconfig, str) and kubeconfig:
-        paths = [os.path.expanduser(p) for p in kubeconfig.split(os.pathsep) if p]
-        if paths and not any(os.path.exists(p) for p in paths):
-            raise K8sConfigError('kubeconfig %s does not exist (from the %s); nothing was done' % (
-                ', '.join(paths), 'kubeconfig option' if 'kubeconfig' in auth else 'K8S_AUTH_KUBECONFIG variable'))
+        problem = kubeconfig_problem(kubeconfig, 'kubeconfig option' if 'kubeconfig' in auth
+                                     else 'K8S_AUTH_KUBECONFIG variable')
+        if problem:
+            raise K8sConfigError(problem)
     try:
         k8s_client = bounded_call(functools.partial(get_api_client, **auth), timeout,
                                   'connecting (kubeconfig, API discovery)')
     except K8sConnectionError as exc:
-        host = _configured_host()
+        host = auth.get('host') or _configured_host()
         if host:
             exc.msg = exc.msg.replace('The Kubernetes API is', 'The Kubernetes API at %s is' % host, 1)
             exc.args = (exc.msg,)
@@ -428,7 +482,16 @@ def connect(module):
                              % str(exc).rstrip('.'))
     except Exception as exc:  # pylint: disable=broad-except
         # discovery errors, unreachable server, bad kubeconfig content
-        raise K8sConnectionError('Could not connect to the Kubernetes API: %s: %s' % (type(exc).__name__, exc))
+        host = auth.get('host') or _configured_host()
+        where = (' at %s' % host) if host else ''
+        if isinstance(exc, ConnectionError) or (urllib3 is not None and isinstance(exc, urllib3.exceptions.HTTPError)):
+            raise K8sConnectionError('The Kubernetes API%s is not reachable: %s; nothing was done'
+                                     % (where, transport_reason(exc)))
+        if isinstance(kubeconfig, str) and kubeconfig:
+            raise K8sConfigError('kubeconfig %s could not be loaded (is it a kubeconfig file? check its YAML, '
+                                 'contexts, clusters and users): %s: %s; nothing was done'
+                                 % (kubeconfig, type(exc).__name__, exc))
+        raise K8sConnectionError('Could not connect to the Kubernetes API%s: %s: %s' % (where, type(exc).__name__, exc))
     # kubernetes.core internals reached here (see the module docstring): K8SClient.client is its
     # K8SDynamicClient, whose .client is the kubernetes ApiClient.
     api_client = k8s_client.client.client

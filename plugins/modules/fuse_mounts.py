@@ -94,14 +94,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
     DEAD,
     HEALTHY,
     HUNG,
-    find_csi_fuse_mounts,
     unmount_results,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module import (
     FUSE_ARGUMENT_SPEC,
     check_params,
+    find_mounts,
     lazy_unmount,
-    read_mountinfo,
 )
 
 
@@ -109,10 +108,8 @@ def main():
     spec = dict(FUSE_ARGUMENT_SPEC)
     spec["state"] = dict(type="str", choices=["absent"], default="absent")
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    check_params(module)
-    params = module.params
-    mounts = find_csi_fuse_mounts(read_mountinfo(module), params["kubelet_dir"], params["drivers"],
-                                  params["fstype_patterns"], probe_timeout=params["probe_timeout"])
+    kubelet_dir = check_params(module)
+    mounts = find_mounts(module, kubelet_dir)
     dead = [m for m in mounts if m["state"] == DEAD]
     hung = [m for m in mounts if m["state"] == HUNG]
     for mount in hung:

@@ -108,23 +108,18 @@ pod_uids:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
-    find_csi_fuse_mounts,
-    summarize,
-)
+from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import summarize
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module import (
     FUSE_ARGUMENT_SPEC,
     check_params,
-    read_mountinfo,
+    find_mounts,
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(FUSE_ARGUMENT_SPEC), supports_check_mode=True)
-    check_params(module)
-    mounts = find_csi_fuse_mounts(read_mountinfo(module), module.params["kubelet_dir"],
-                                  module.params["drivers"], module.params["fstype_patterns"],
-                                  probe_timeout=module.params["probe_timeout"])
+    kubelet_dir = check_params(module)
+    mounts = find_mounts(module, kubelet_dir)
     summary = summarize(mounts)
     module.exit_json(changed=False, mounts=mounts, broken=summary["broken"], hung=summary["hung"],
                      pod_uids=summary["pod_uids"])
