@@ -91,6 +91,36 @@ def test_seed_000_blocklisting_node_b_runs_the_pod_within_10s(scenario, kube, la
     assert [w["address"].split(":")[0] for w in watchers] == [lab.nodes[state["stuck_node"]]]
 
 
+def test_seed_000_mixed_the_other_volumes_stay_on_the_dead_node(scenario, kube, lab):
+    """Issue 17's lab state: beside seed-000, node-b holds an EBS-like CSI volume (attached by the
+    lab's attach controller, which never detaches another driver's volume), an in-tree NFS volume
+    and an attachment of a PV that does not exist; the EBS-like workload's replacement is stuck on
+    the Multi-Attach error, the NFS one runs elsewhere."""
+    state = scenario("seed-000-mixed")
+    assert "rbd image %s is still being used" % state["image"] in state["event"]
+    other, nfs, orphan = state["other"], state["nfs"], state["orphan"]
+    attached = kube.get("volumeattachments", other["volumeattachment"])
+    assert (attached["spec"]["attacher"], attached["spec"]["nodeName"], attached["status"]["attached"]) == (
+        state["other_driver"], "node-b", True)
+    assert kube.find("persistentvolumes", orphan["pv"]) is None
+    assert kube.get("volumeattachments", orphan["volumeattachment"])["spec"]["nodeName"] == "node-b"
+    assert kube.get("persistentvolumes", nfs["pv"])["spec"]["nfs"]["server"]
+
+    def replacement(app, fragment=None):
+        for p in kube.list("pods", "default", label_selector="app=" + app):
+            if p["spec"].get("nodeName") not in (None, "node-b") and not p["metadata"].get("deletionTimestamp"):
+                if fragment is None and p["status"].get("phase") == "Running":
+                    return p
+                events = kube.list("events", "default", field_selector="involvedObject.name=" + p["metadata"]["name"])
+                if fragment and any(fragment in e.get("message", "") for e in events):
+                    return p
+        return None
+    assert wait_until(lambda: replacement(other["deployment"], "Multi-Attach error"), timeout=30)
+    assert wait_until(lambda: replacement(nfs["deployment"]), timeout=30)
+    # The lab's attacher left the other driver's attachment on the dead node.
+    assert kube.get("volumeattachments", other["volumeattachment"])["spec"]["nodeName"] == "node-b"
+
+
 def test_seed_003_lock_from_other_node_blocks_until_broken(scenario, kube, lab):
     state = scenario("seed-003")
     assert "rbd: image %s is locked by other nodes" % state["image"].split("/")[-1] in state["event"]
