@@ -53,6 +53,7 @@ options:
     description:
       - Seconds to wait to connect to the cluster and for each monitor or OSD operation. An
         unreachable monitor fails with a clear error after about this long.
+      - From 1 to 3600; a value out of range fails before connecting.
     type: int
     default: 30
   backend:

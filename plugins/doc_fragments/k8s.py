@@ -20,6 +20,7 @@ options:
         does then) is bounded by it as a whole; a server that accepts connections and never answers fails the
         module after that long, saying the API is not reachable.
       - A request that times out is treated like a lost answer, see O(api_retries).
+      - From 1 to 3600.
     type: int
     default: 30
   api_retries:
@@ -28,6 +29,7 @@ options:
       - Writes are never repeated blindly. After a conflict (409), a server error or a lost answer the
         object is read again and the change is re-planned against what is there, up to this many times; a
         write whose answer was lost but which was applied is then recognised and not repeated.
+      - From 0 to 20.
     type: int
     default: 3
 requirements:

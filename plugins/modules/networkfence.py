@@ -31,7 +31,7 @@ description:
   - Refuses too, before any write and unless O(force=true), to fence CIDRs that hold a Ceph monitor listed in
     ceph-csi's configuration (see O(monitor_configmaps)), when a fence is created C(Fenced), set C(Fenced), or
     gets new CIDRs while C(Fenced). RV(monitors) says which ConfigMaps and monitors were checked. Monitors listed
-    by host name cannot be checked (no DNS look-up is done): the module warns about each.
+    by host name cannot be checked (no DNS look-up is done), the module warns about each.
   - Bad input (a CIDR that is not a CIDR or has host bits set, a number out of range) fails with a message naming
     the value before anything is read or written.
   - Changing an immutable field of an existing fence (C(driver), C(networkFenceClassName), C(secret),

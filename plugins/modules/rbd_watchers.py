@@ -77,6 +77,7 @@ options:
     description:
       - How many images are inspected at once (threads over one connection with the bindings,
         processes with the CLI).
+      - From 1 to 256.
     type: int
     default: 16
 seealso:

@@ -84,6 +84,7 @@ options:
   not_ready_grace:
     description:
       - Seconds a node must have been not Ready before its attachments are stale for that reason.
+      - From 0 to 86400.
     type: int
     default: 300
   force:
@@ -100,6 +101,7 @@ options:
     description:
       - Seconds a deletion must have been pending before O(force) removes the finalizer. With O(wait), the
         module waits for that moment (within O(wait_timeout)).
+      - From 0 to 86400.
     type: int
     default: 60
   wait:
@@ -110,11 +112,13 @@ options:
   wait_timeout:
     description:
       - Seconds to wait. The module fails when an attachment is still there, saying what holds it.
+      - From 0 to 86400.
     type: int
     default: 120
   wait_sleep:
     description:
       - Seconds between checks while waiting.
+      - From 1 to 600.
     type: int
     default: 1
 seealso:

@@ -67,6 +67,7 @@ options:
       - Seconds a node must have been not Ready (since its Ready condition last changed) before its
         attachments count as stale for that reason. Kubernetes itself waits 300 seconds before it evicts
         pods from an unreachable node.
+      - From 0 to 86400.
     type: int
     default: 300
 seealso:
