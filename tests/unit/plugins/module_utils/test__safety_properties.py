@@ -689,8 +689,8 @@ def build_node_objects(digits):
         if digits(3) == 0 and source.get('persistentVolumeName'):
             vas.append(dict(name='va-%d' % n, node=node, pv=source['persistentVolumeName'], attacher='x'))
         else:
-            vas.append(dict(metadata=dict(name='va-%d' % n), spec=dict(attacher='ebs.csi.aws.com', nodeName=node,
-                                                                        source=source)))
+            spec = dict(attacher='ebs.csi.aws.com', nodeName=node, source=source)
+            vas.append(dict(metadata=dict(name='va-%d' % n), spec=spec))
     pods = []
     for n in range(digits(5)):
         volumes = [dict(name='v%d' % i, persistentVolumeClaim=dict(claimName=c))
@@ -730,4 +730,3 @@ def test_I6_every_volume_of_the_failed_node_is_listed_once_and_none_of_another_n
         elif volume['source'] == 'pv-missing':
             assert truth.get(volume['pv_name']) in (None, 'missing') and volume['image'] is None
         assert volume['rbd'] == bool(volume['image'])
-

@@ -186,8 +186,8 @@ def test_release_plan_under_the_out_of_service_taint_releases_other_drivers_but_
 def test_release_plan_never_raises_on_partial_objects():
     weird = [None, 'x', {}, dict(pv='pv-1'), dict(pv=None, attachments=None, claims=None),
              dict(pv='pv-2', image='rbd/i', attachments=['a'])]
-    pods = [None, 'x', {}, dict(metadata=None, spec=None), dict(metadata=dict(deletionTimestamp='t'),
-                                                            spec=dict(nodeName='node-b', volumes=[None, 'v', {}]))]
+    odd_pod = dict(metadata=dict(deletionTimestamp='t'), spec=dict(nodeName='node-b', volumes=[None, 'v', {}]))
+    pods = [None, 'x', {}, dict(metadata=None, spec=None), odd_pod]
     release = release_plan('node-b', weird, pods, images=[None, {}], missing=[None], fence=None)
     assert all(v['line'] for v in release['volumes'])
     assert release['remove_attachments'] == []
