@@ -69,8 +69,8 @@ def _prefix_length(addr, prefix):
                 return None, 'netmask %s is not a valid IPv4 netmask' % quoted(prefix)
         return None, 'prefix length %s is not a number' % quoted(prefix)
     if int(prefix) > addr.max_prefixlen:
-        return None, 'prefix length %d is out of range for IPv%d: 0-%d' % (int(prefix), addr.version,
-                                                                          addr.max_prefixlen)
+        return None, 'prefix length %d is out of range for IPv%d: 0-%d' % (
+            int(prefix), addr.version, addr.max_prefixlen)
     return int(prefix), None
 
 
@@ -124,4 +124,3 @@ def parse_network(value, what='CIDR', bare=None, strict=True):
         raise ValueError('%s %s is ambiguous (host bits set): write %s for the whole network, or %s/%d for the '
                          'single address' % (what, quoted(value), loose, addr, loose.max_prefixlen))
     return loose
-

@@ -319,8 +319,8 @@ def parse_addr(text, what='address'):
     user's words (_addresses): "not an IP address", a CIDR where one client is expected
     "ambiguous", a bad CIDR "not a CIDR (prefix length 33 is out of range for IPv4)"."""
     if not isinstance(text, str):
-        raise ValueError('%s %s is not an IP address (it is a %s, not a string)' % (what, quoted(text),
-                                                                                   type(text).__name__))
+        raise ValueError('%s %s is not an IP address (it is a %s, not a string)'
+                         % (what, quoted(text), type(text).__name__))
     raw = text.strip()
     value = _TYPE_PREFIX.sub('', raw)
     if not value:
