@@ -11,7 +11,6 @@ import os
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
-from ansible.module_utils.six import string_types
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.volfence.csi.plugins.module_utils import _inputs
@@ -47,7 +46,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         playbook = self._task.args.get('playbook')
-        if not isinstance(playbook, string_types):
+        if not isinstance(playbook, str):
             raise AnsibleError('playbook_inputs needs playbook=<name of the playbook>')
         entry = self._spec(playbook)
         groups = task_vars.get('groups') or {}

@@ -19,7 +19,6 @@ import re
 from ansible.module_utils.common.validation import (
     check_type_bool, check_type_dict, check_type_float, check_type_int, check_type_list, check_type_path,
     check_type_str)
-from ansible.module_utils.six import string_types
 
 # RFC 1123 subdomain (node, pod and most object names) and label (namespaces).
 K8S_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
@@ -35,7 +34,7 @@ _NOT_TYPOS = re.compile(r'^(ansible_|inventory_|group_names$|groups$|hostvars$|o
 
 
 def _show(value):
-    text = repr(value) if not isinstance(value, string_types) else '"%s"' % value
+    text = repr(value) if not isinstance(value, str) else '"%s"' % value
     return text if len(text) <= 80 else text[:77] + '..."'
 
 
@@ -166,7 +165,7 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
     for name in sorted(options):
         option = options[name]
         value = provided.get(name)
-        if isinstance(value, string_types) and value == '' and option.get('type', 'str') != 'str':
+        if isinstance(value, str) and value == '' and option.get('type', 'str') != 'str':
             value = None
         if value is None:
             if option.get('required'):

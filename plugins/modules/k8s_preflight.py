@@ -16,9 +16,9 @@ description:
   - The first Kubernetes step of the collection's playbooks, before anything is written. Connects with the
     given (or kubernetes.core's default) credentials, reads the API server's version, and reads each named node
     and pod.
-  - Fails with one message naming what is wrong, in the user's words, for example
-    C(kubeconfig /x does not exist), C(The Kubernetes API at https://... is not reachable), or
-    C(no node named node-z (the cluster's nodes: node-a, node-b, ...)).
+  - Fails with one message naming what is wrong, in the user's words, for example that the kubeconfig does not
+    exist, that the Kubernetes API is not reachable, or that there is no node named C(node-z) (with the
+    cluster's nodes).
   - Reads only; changes nothing.
 author:
   - volfence.csi maintainers (@volfence)

@@ -13,12 +13,13 @@ short_description: Check every input of a volfence.csi playbook before it reads 
 version_added: 0.2.0
 description:
   - Checks the inputs of one of the collection's playbooks (extra vars and inventory variables) against its
-    entry in the collection's C(playbooks/meta/argument_specs.yml): required inputs, types, choices,
+    entry in the collection's C(playbooks/meta/argument_specs.yml) - required inputs, types, choices,
     minimum and maximum, Kubernetes name formats, inventory groups and hosts, files that must be readable
     and report paths that must be writable. Misspelt inputs (a variable close to an input's name) are
     errors too.
-  - Fails with one message that names every wrong input, in the form C(<playbook>: wrong input, nothing was
-    changed: <input>: <reason>; ...). On success returns the checked values, with the defaults of the spec,
+  - Fails with one message that names every wrong input and why, for example
+    C(blocklist_expire) given as C(-5) is named as C(below the minimum 1).
+    On success returns the checked values, with the defaults of the spec,
     for the playbook to hand to its hosts.
   - Runs on the controller only; it reads variables and the controller's files and changes nothing.
   - The collection's playbooks run it in their first play. It is not meant for other playbooks.

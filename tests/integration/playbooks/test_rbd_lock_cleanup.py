@@ -86,6 +86,6 @@ def test_missing_pod_is_a_clear_error(lab, lab_inventory, tmp_path):
     run = run_playbook(lab_inventory, PLAYBOOK, {"pod_namespace": "default", "pod_name": "no-such-pod",
                                                  "report_path": str(tmp_path / "r.json")})
     assert run.rc != 0
-    assert "pod default/no-such-pod not found" in run.stdout
+    assert "no pod no-such-pod in namespace default" in run.stdout
     run = run_playbook(lab_inventory, PLAYBOOK, {"report_path": str(tmp_path / "r.json")})
-    assert run.rc != 0 and "-e pod_namespace=<namespace> -e pod_name=<pod name>" in run.stdout
+    assert run.rc != 0 and "pod_name: required (the stuck pod)" in run.stdout and "pod_namespace: required" in run.stdout

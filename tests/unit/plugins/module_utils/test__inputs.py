@@ -28,8 +28,8 @@ REQUIRED = {'node_failover': {'failed_node': 'node-b'}, 'node_recover': {'node':
             'diagnose': {}, 'fuse_mount_recovery': {}}
 
 
-def check(playbook, provided, context=CONTEXT, other_names=()):
-    return check_inputs(playbook, SPECS[playbook], dict(REQUIRED[playbook], **provided), context, other_names)
+def check(playbook, provided, context=None, other_names=()):
+    return check_inputs(playbook, SPECS[playbook], dict(REQUIRED[playbook], **provided), context or CONTEXT, other_names)
 
 
 def test_every_playbook_has_a_spec_and_required_inputs_are_known():
