@@ -110,11 +110,12 @@ class BatteryLab(object):
         self.baseline = None
         self.rebuilds = 0
         self._mirror = None
+        self.suspects = []
 
     # ------------------------------------------------------------------ building and removing
 
     def build(self):
-        lab, kube = self.lab, self.kube
+        lab = self.lab
         lab.unblock_all()
         lab.release()
         for node in lab.nodes:
@@ -189,6 +190,7 @@ class BatteryLab(object):
             "TMP": self.tmp,
             "MISSING": os.path.join(self.tmp, "no-such-dir", "nothing-here"),
             "SUBNET": subnet,
+            "NET16": "%s.0.0/16" % subnet.rsplit(".", 1)[0],
             "MON_IP": lab.env.get("CEPH_MON_HOST") or subnet + ".1",
             "NODE_A_IP": lab.nodes["node-a"],
             "NODE_B_IP": lab.nodes["node-b"],
@@ -237,6 +239,10 @@ class BatteryLab(object):
 
     def ceph_snapshot(self):
         pool = self.lab.pool
+        # The node plugins of the live nodes retry the stuck pods' mounts and open the images for a
+        # moment each time: their watchers come and go on their own. The watchers that matter here
+        # (held from node-b, the failed node) are kept; the collection never adds a watcher.
+        live = set(ip for node, ip in self.lab.nodes.items() if node != "node-b")
         images = sorted(self._ceph_json("rbd", "ls", "-p", pool))
         blocklist = self._ceph_json("ceph", "osd", "blocklist", "ls")
         jobs = {}
@@ -249,7 +255,8 @@ class BatteryLab(object):
         for image, (lock_job, status_job) in jobs.items():
             locks[image] = lock_job.result()
             status = status_job.result()
-            watchers[image] = sorted(w.get("address") for w in status.get("watchers", [])) \
+            watchers[image] = sorted(w.get("address") for w in status.get("watchers", [])
+                                     if w.get("address", "").split(":")[0] not in live) \
                 if isinstance(status, dict) and "watchers" in status else status
         entries = []
         for doc in blocklist if isinstance(blocklist, list) else [blocklist]:

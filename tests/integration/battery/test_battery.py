@@ -17,6 +17,7 @@ Case format (see cases/README.md):
 Tokens ${NAME} in any string are replaced with the lab's values (BatteryLab.tokens).
 """
 
+import concurrent.futures
 import copy
 import json
 import os
@@ -200,45 +201,8 @@ class Outcome(object):
 
 # ----------------------------------------------------------------------------- the test
 
-@pytest.fixture(scope="module")
-def battery(lab, tmp_path_factory):
-    from labtools import lab_kube
-    if lab_kube(lab) is None:
-        pytest.skip("the lab has no Kubernetes side")
-    state = BatteryLab(lab, str(tmp_path_factory.mktemp("battery")))
-    state.build()
-    yield state
-    state.teardown()
-
-
-def test_battery_is_big_enough():
-    kinds = {"module": set(), "playbook": set(), "role": set()}
-    for case in CASES:
-        for kind in kinds:
-            if kind in case:
-                kinds[kind].add(case[kind])
-    assert len(CASES) >= 60
-    assert len(kinds["module"]) == 10, sorted(kinds["module"])
-    assert len(kinds["playbook"]) == 6, sorted(kinds["playbook"])
-    assert len(kinds["role"]) == 2, sorted(kinds["role"])
-
-
-@pytest.mark.parametrize("case", CASES, ids=[slug(c["name"]) for c in CASES])
-def test_bad_invocation(battery, case):
-    before = battery.snapshot()
-    drift = diff_snapshots(battery.baseline, before)
-    if drift:
-        # Something outside this case moved the lab (a late effect of an earlier case): start again
-        # from a known state rather than blame this case.
-        battery.rebuild()
-        before = battery.snapshot()
-    tokens = battery.tokens()
-    concrete = substitute(copy.deepcopy(case), tokens)
-    outcome = run_case(battery, concrete, os.path.join(battery.tmp, slug(case["name"])))
-    after = battery.snapshot()
-    changed = diff_snapshots(before, after)
-    if changed:
-        battery.rebuild()  # the next cases need the state back
+def judge(case, concrete, outcome, changed):
+    """The problems of one case's run ([] when it failed the right way and changed nothing)."""
     problems = []
     if changed:
         problems.append("the lab changed:\n  " + "\n  ".join(changed))
@@ -256,4 +220,79 @@ def test_bad_invocation(battery, case):
         problems.append("expected a warning matching %r" % concrete["pattern"])
     if expect == "fail_or_warn" and not (failed_right or warned_right):
         problems.append("expected a failure or a warning matching %r" % concrete["pattern"])
+    return problems
+
+
+def attempt(battery, case, tokens):
+    """Run one case between two snapshots: (concrete case, outcome, before, after)."""
+    before = battery.snapshot()
+    concrete = substitute(copy.deepcopy(case), tokens)
+    outcome = run_case(battery, concrete, os.path.join(battery.tmp, slug(case["name"])))
+    return concrete, outcome, before, battery.snapshot()
+
+
+def run_battery(battery, workers):
+    """Every case, proven one by one.
+
+    Cases first run `workers` at a time. A case whose before and after snapshots equal the
+    baseline is proven: nothing changed while it ran. Any other (the lab moved while it ran, by it
+    or by a concurrent case) is a suspect and runs again alone, from a rebuilt state if needed,
+    between its own two snapshots; a case that changed the lab then is the one that did."""
+    results = {}
+    suspects = []
+    tokens = battery.tokens()
+
+    def first(case):
+        return case, attempt(battery, case, tokens)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for case, (concrete, outcome, before, after) in pool.map(first, CASES):
+            if before == battery.baseline and after == battery.baseline:
+                results[case["name"]] = (concrete, outcome, [])
+            else:
+                suspects.append(case)
+    for case in suspects:
+        if battery.snapshot() != battery.baseline:
+            battery.rebuild()
+        concrete, outcome, before, after = attempt(battery, case, battery.tokens())
+        results[case["name"]] = (concrete, outcome, diff_snapshots(before, after))
+    if suspects and battery.snapshot() != battery.baseline:
+        battery.rebuild()
+    battery.suspects = [c["name"] for c in suspects]
+    return results
+
+
+@pytest.fixture(scope="module")
+def battery(lab, tmp_path_factory):
+    from labtools import lab_kube
+    if lab_kube(lab) is None:
+        pytest.skip("the lab has no Kubernetes side")
+    state = BatteryLab(lab, str(tmp_path_factory.mktemp("battery")))
+    state.build()
+    yield state
+    state.teardown()
+
+
+@pytest.fixture(scope="module")
+def battery_results(battery):
+    workers = int(os.environ.get("BATTERY_WORKERS") or max(2, min(6, os.cpu_count() or 2)))
+    return run_battery(battery, workers)
+
+
+def test_battery_is_big_enough():
+    kinds = {"module": set(), "playbook": set(), "role": set()}
+    for case in CASES:
+        for kind in kinds:
+            if kind in case:
+                kinds[kind].add(case[kind])
+    assert len(CASES) >= 60
+    assert len(kinds["module"]) == 10, sorted(kinds["module"])
+    assert len(kinds["playbook"]) == 6, sorted(kinds["playbook"])
+    assert len(kinds["role"]) == 2, sorted(kinds["role"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[slug(c["name"]) for c in CASES])
+def test_bad_invocation(battery_results, case):
+    concrete, outcome, changed = battery_results[case["name"]]
+    problems = judge(case, concrete, outcome, changed)
     assert not problems, "%s\n%s" % ("\n".join(problems), outcome.describe())
