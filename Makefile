@@ -78,6 +78,7 @@ release-check: setup
 
 docs: setup
 	@scripts/build_docs.sh
+	@$(PY) scripts/awx_surveys.py
 
 lab-release:
 	@$(LAB) release $(if $(filter command line,$(origin NODE)),$(NODE))

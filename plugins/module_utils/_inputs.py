@@ -165,8 +165,8 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
     for name in sorted(options):
         option = options[name]
         value = provided.get(name)
-        if isinstance(value, str) and value == '' and option.get('type', 'str') != 'str':
-            value = None
+        if isinstance(value, str) and value == '' and not option.get('required'):
+            value = None  # an empty optional answer (an AWX survey sends '') means "not given"
         if value is None:
             if option.get('required'):
                 problems.append('%s: required (%s)' % (name, option.get('description', '').rstrip('.').lower()
@@ -200,3 +200,43 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
 
 def message(playbook, problems):
     return '%s: wrong input, nothing was changed: %s' % (playbook, '; '.join(problems))
+
+
+# --------------------------------------------------------------------------- AWX surveys
+
+_MARKUP = re.compile(r'\b[CIOVBM]\(([^)]*)\)')
+
+
+def _plain(text):
+    return _MARKUP.sub(r'\1', ' '.join(text) if isinstance(text, list) else text or '')
+
+
+def survey_spec(playbook, entry):
+    """The AWX / Automation Controller survey of a playbook, from its argument spec entry: a
+    question for each input named in the entry's `survey` list, typed and bounded as the spec says."""
+    options = entry.get('options') or {}
+    questions = []
+    for name in entry.get('survey') or []:
+        option = options[name]
+        kind = option.get('type', 'str')
+        question = dict(question_name=name.replace('_', ' ').capitalize(), question_description=_plain(
+            option.get('description')), variable=name, required=bool(option.get('required')))
+        default = option.get('default')
+        if kind == 'bool':
+            question.update(type='multiplechoice', choices=['false', 'true'],
+                            default='true' if default else 'false')
+        elif kind == 'int':
+            question.update(type='integer', min=option.get('minimum', 0), max=option.get('maximum', 2 ** 31 - 1))
+            if default is not None:
+                question['default'] = default
+        elif option.get('choices'):
+            question.update(type='multiselect' if kind == 'list' else 'multiplechoice',
+                            choices=[str(c) for c in option['choices']])
+            if default is not None:
+                question['default'] = '\n'.join(default) if kind == 'list' else str(default)
+        else:
+            question.update(type='text', default=','.join(default) if isinstance(default, list) else (default or ''))
+            if kind == 'list':
+                question['question_description'] += ' Comma-separated.'
+        questions.append(question)
+    return dict(name=playbook.replace('_', ' '), description=entry.get('short_description', ''), spec=questions)

@@ -162,6 +162,52 @@ def test_any_input_gives_values_or_named_problems_never_an_exception(playbook, d
             assert isinstance(value, int) and not isinstance(value, bool)
     # a value is either accepted or named as wrong, never silently dropped
     for name, value in provided.items():
-        if value is not None and not (value == '' and options[name].get('type', 'str') != 'str'):
+        if value is not None and not (value == '' and not options[name].get('required')):
             assert name in values or any(p.startswith(name + ':') for p in problems)
     assert not re.search(r"<class|Traceback|Error\(", ' '.join(problems))
+
+
+# --------------------------------------------------------------------------- AWX surveys
+
+def _survey_script():
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location('awx_surveys', os.path.join(REPO, 'scripts', 'awx_surveys.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_published_surveys_are_generated_from_the_specs():
+    script = _survey_script()
+    for rel, text in script.survey_files(SPECS).items():
+        with open(os.path.join(REPO, rel)) as handle:
+            assert handle.read() == text, '%s is out of date: run make docs' % rel
+    with open(os.path.join(REPO, 'docs', 'awx.md')) as handle:
+        current = handle.read()
+    assert script.awx_md(SPECS, current) == current, 'docs/awx.md survey table is out of date: run make docs'
+
+
+@pytest.mark.parametrize('playbook', sorted(SPECS))
+def test_every_survey_answer_passes_the_playbook_checks(playbook):
+    """AWX sends survey answers as extra vars: strings for text and multiple choice, numbers for
+    integers, '' for an unanswered optional text. Each default answer, and each choice, passes."""
+    from ansible_collections.volfence.csi.plugins.module_utils._inputs import survey_spec  # pylint: disable=import-outside-toplevel
+    survey = survey_spec(playbook, SPECS[playbook])
+    assert survey['spec'], 'a playbook without questions'
+    answers = dict(REQUIRED[playbook])
+    for question in survey['spec']:
+        option = SPECS[playbook]['options'][question['variable']]
+        assert question['required'] == bool(option.get('required'))
+        if question['variable'] not in answers:
+            answers[question['variable']] = question.get('default', '')
+        for choice in question.get('choices') or []:
+            values, problems = check_inputs(playbook, SPECS[playbook], dict(answers, **{question['variable']: choice}), CONTEXT)
+            assert problems == [], (question['variable'], choice)
+        if question['type'] == 'integer':
+            for bound in (question['min'], question['max']):
+                values, problems = check_inputs(playbook, SPECS[playbook], dict(answers, **{question['variable']: bound}), CONTEXT)
+                assert problems == [], (question['variable'], bound)
+            values, problems = check_inputs(playbook, SPECS[playbook], dict(answers, **{question['variable']: question['max'] + 1}), CONTEXT)
+            assert problems and problems[0].startswith(question['variable'] + ': ')
+    values, problems = check_inputs(playbook, SPECS[playbook], answers, CONTEXT)
+    assert problems == []
