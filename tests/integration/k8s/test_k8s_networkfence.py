@@ -141,9 +141,9 @@ def test_i1_ready_node_without_an_ip_blocks_unlisted_addresses_unless_forced(ans
 
 
 @pytest.mark.parametrize("args, message", [
-    ({"cidrs": ["198.51.100.12/24"]}, "'198.51.100.12/24' has host bits set (the network of that prefix is "
-                                      "198.51.100.0/24)"),
-    ({"cidrs": ["198.51.100.300"]}, "is not an IPv4 or IPv6 address or CIDR block"),
+    ({"cidrs": ["198.51.100.12/24"]}, "CIDR '198.51.100.12/24' is ambiguous (host bits set): write 198.51.100.0/24 "
+                                      "for the whole network"),
+    ({"cidrs": ["198.51.100.300"]}, "CIDR '198.51.100.300' is not an IP address"),
     ({"cidrs": ["::/0"]}, "would fence every address"),
     ({"fence_state": "fenced"}, "value of fence_state must be one of: Fenced, Unfenced, got: fenced"),
     ({"fence_state": "Unknown"}, "value of fence_state must be one of: Fenced, Unfenced"),
