@@ -4,7 +4,7 @@ must fail (or, where the case says so, warn) with a message in the user's words,
 Python or Jinja internal, and must change nothing in Ceph or Kubernetes: the lab is snapshotted
 before and after every case (battery_lab.py) and the two must be equal.
 
-Case format (see cases/README.md):
+Case format (cases/*.yml):
   name:      what the mistake is (the test id)
   module:    FQCN, with args: {...} and optionally host: <inventory host>
   playbook:  playbooks/<name>.yml, with e: ["k=v", ...] (typed as on the command line) and/or
