@@ -24,7 +24,7 @@ description:
   - Runs on the controller only; it reads variables and the controller's files and changes nothing.
   - The collection's playbooks run it in their first play. It is not meant for other playbooks.
 author:
-  - volfence.csi maintainers
+  - volfence.csi maintainers (@volfence)
 options:
   playbook:
     description: The playbook whose inputs are checked, an entry of C(playbooks/meta/argument_specs.yml).
