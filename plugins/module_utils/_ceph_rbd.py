@@ -7,7 +7,9 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import difflib
 import fnmatch
+import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     AddressMatcher,
@@ -159,6 +161,28 @@ def exclusive_lock_owners(described):
             for lock in described if lock['managed']]
 
 
+_GLOB = '*?['
+# What `rbd lock ls` (and librbd's list_lockers) shows as a locker: the entity name of the client
+# instance, `client.<global id>`, always a number (other entity types never take advisory locks,
+# but their names have the same shape).
+_LOCKER = re.compile(r'^(?:(?:client|osd|mds|mon|mgr)\.)?[0-9]+$')
+
+
+def check_locker(value):
+    """`value` unchanged, or ValueError when it can never name a locker: without fnmatch wildcards,
+    a locker is `client.<number>` (or a bare number, which gets the `client.` prefix). `client.abc`
+    or a client's auth name (`client.admin`) match no lock ever: that is a mistake, not "nothing
+    found"."""
+    if value is None or any(c in value for c in _GLOB):
+        return value
+    if not _LOCKER.match(value):
+        raise ValueError('locker %r is not a locker name: rbd lock ls shows lockers as client.<number> '
+                         '(for example client.4272, the client instance holding the lock, not its auth name); '
+                         'give that, a bare number or an fnmatch pattern such as client.42*: nothing was changed'
+                         % (value,))
+    return value
+
+
 class LockFilter(object):
     """Which locks `state: absent` breaks: every given filter must match (AND)."""
 
@@ -201,3 +225,47 @@ def select_locks(described, lock_filter, protect=None):
         else:
             to_break.append(lock)
     return to_break, protected
+
+
+def _lock_label(lock):
+    return '%r held by %s from %s%s' % (lock['id'], lock['locker'], lock['address'],
+                                       ' (exclusive-lock feature)' if lock['managed'] else '')
+
+
+def unmatched_locks_warning(spec, lock_filter, described):
+    """The warning when `state: absent` selects no lock of `spec` at all (protected ones count as
+    selected), else None. Nothing found is a normal answer there (a re-run after the lock was
+    broken finds it gone), so the module warns instead of failing; the warning names the image,
+    what was asked for, the locks the image has and, for a lock id or locker close to an existing
+    one, a "did you mean"."""
+    if any(lock_filter.match(lock) for lock in described):
+        return None
+    asked = []
+    hints = []
+    if lock_filter.lock_id:
+        asked.append('lock_id %r' % lock_filter.lock_id)
+        ids = sorted(set(lock['id'] for lock in described))
+        close = [] if any(fnmatch.fnmatchcase(i, lock_filter.lock_id) for i in ids) else \
+            difflib.get_close_matches(lock_filter.lock_id, ids, n=3, cutoff=0.6)
+        if close:
+            hints.append('lock_id %s' % ' or '.join(repr(c) for c in close))
+    if lock_filter.locker:
+        # no "did you mean" for lockers: their numbers are the client instances' global ids, a close
+        # one is a coincidence; the image's lockers are listed below
+        asked.append('locker %r' % lock_filter.locker)
+    if lock_filter.address:
+        asked.append('address %s' % ', '.join(str(a) for a in lock_filter.address.patterns))
+    msg = 'no lock of %s matches %s: nothing was broken.' % (spec, ' and '.join(asked))
+    if hints:
+        msg += ' Did you mean %s?' % ' and '.join(hints)
+    if described:
+        msg += ' The image\'s locks: %s.' % '; '.join(_lock_label(lock) for lock in described)
+        managed = [lock for lock in described if lock['managed']]
+        with_managed = LockFilter(lock_filter.lock_id, lock_filter.locker, lock_filter.address.patterns, True)
+        if not lock_filter.include_managed and any(with_managed.match(lock) for lock in managed):
+            msg += ' The exclusive-lock feature\'s managed lock matches, but is only broken with include_managed=true.'
+    else:
+        msg += ' The image has no locks.'
+    msg += (' That is normal when the lock was already broken (a re-run); otherwise check the filters (state=absent '
+            'never fails for a lock that is not there).')
+    return msg

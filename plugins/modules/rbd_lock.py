@@ -25,6 +25,12 @@ description:
     the lockers it blocklisted (RV(blocklisted)), the locks it broke (RV(broken)), those it could
     not break (RV(failed_locks)) and C(changed=true) if anything was written. A lock that fails to break
     does not stop the others; nothing is broken when blocklisting the lockers fails.
+  - With O(state=absent), filters that select no lock of the image are not an error (breaking a lock is
+    idempotent: a re-run after success finds the lock gone), but the module warns loudly, naming the image,
+    the O(lock_id), O(locker) and O(address) asked for, the locks the image has (or that it has none) and,
+    for a lock id close to an existing one, a "did you mean". An image that does not exist fails.
+  - A O(locker) without wildcards that cannot name a locker (not C(client.<number>) or a number, for example
+    C(client.abc) or the auth name C(client.admin)) fails before anything is read.
   - Pool, namespace, image, lock id, locker and tag must not start with C(-); lock ids and lockers
     read from the cluster are passed to the C(rbd) tool after C(--), so they are never options.
 author:
@@ -64,7 +70,8 @@ options:
     choices: [present, absent]
   lock_id:
     description:
-      - With O(state=absent), an fnmatch pattern of lock ids, for example C(kubelet_lock_magic_*).
+      - With O(state=absent), an fnmatch pattern of lock ids, for example C(kubelet_lock_magic_*). When it
+        matches no lock the module warns (with a "did you mean" for a close lock id) and breaks nothing.
       - With O(state=present), the id of the lock to take (required).
       - Must not start with C(-); to select existing locks whose id does, use a pattern such as
         C(?keyring*).
@@ -73,6 +80,8 @@ options:
     description:
       - With O(state=absent), an fnmatch pattern of lockers, for example C(client.4272) (a bare
         number gets the C(client.) prefix). Must not start with C(-).
+      - A locker is the client instance holding the lock, C(client.<number>) as C(rbd lock ls) shows it,
+        never an auth name; without wildcards anything else (C(client.abc), C(client.admin)) fails.
     type: str
   address:
     description:
@@ -286,8 +295,10 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import Lock
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
     LockFilter,
     NodeMap,
+    check_locker,
     describe_locks,
     exclusive_lock_owners,
+    unmatched_locks_warning,
 )
 
 
@@ -359,6 +370,7 @@ def main():
         p['blocklist_expire'] = check_expire(p['blocklist_expire'], 'blocklist_expire')
         for what in ('lock_id', 'locker', 'tag'):
             check_name(p[what], what)
+        check_locker(p['locker'])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
@@ -378,6 +390,9 @@ def main():
                     spec, exc.msg, ' (EBUSY: the lock is an advisory lock, not the exclusive-lock feature\'s)'
                     if exc.rc is not None and abs(int(exc.rc)) == errno.EBUSY else ''))
         if p['state'] == 'absent':
+            unmatched = unmatched_locks_warning(spec, lock_filter, locks)
+            if unmatched:
+                module.warn(unmatched)
             output.update(break_image_locks(client, spec, locks, lock_filter, protect, p['blocklist_locker'],
                                             p['blocklist_expire'], module.check_mode, node_map))
         elif p['state'] == 'present':

@@ -19,12 +19,14 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import A
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
     LockFilter,
     NodeMap,
+    check_locker,
     csi_client_addresses,
     describe_locks,
     describe_watcher,
     exclusive_lock_owners,
     image_report,
     select_locks,
+    unmatched_locks_warning,
 )
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
@@ -162,3 +164,50 @@ def test_managed_lock_is_left_alone_unless_asked():
     locks = describe_locks(normalize_lockers_bindings(bindings('managed')['list_lockers']))
     assert select_locks(locks, LockFilter(lock_id='*'))[0] == []
     assert len(select_locks(locks, LockFilter(lock_id='*', include_managed=True))[0]) == 1
+
+
+@pytest.mark.parametrize('locker', ['client.4272', '4272', 'client.42*', '*', 'client.[0-9]*', None])
+def test_check_locker_accepts_locker_names_and_patterns(locker):
+    assert check_locker(locker) == locker
+
+
+@pytest.mark.parametrize('locker', ['client.abc', 'client.admin', 'abc', 'client.', 'client.42 ', '10.0.3.12'])
+def test_check_locker_refuses_what_can_never_name_a_locker(locker):
+    with pytest.raises(ValueError) as err:
+        check_locker(locker)
+    assert repr(locker) in str(err.value) and 'not a locker name' in str(err.value)
+    assert 'client.<number>' in str(err.value) and 'nothing was changed' in str(err.value)
+
+
+def test_unmatched_lock_id_warns_with_did_you_mean_and_the_image_locks():
+    msg = unmatched_locks_warning('rbd/img', LockFilter(lock_id='kubelet_lock_magic_node-bb'), locks_sample())
+    assert msg.startswith("no lock of rbd/img matches lock_id 'kubelet_lock_magic_node-bb': nothing was broken.")
+    assert "Did you mean lock_id 'kubelet_lock_magic_node-b'" in msg
+    for lock in locks_sample():
+        assert repr(lock['id']) in msg and lock['locker'] in msg and lock['address'] in msg
+    assert 'normal when the lock was already broken' in msg
+
+
+def test_unmatched_locker_and_address_are_named_without_a_guess():
+    msg = unmatched_locks_warning('rbd/img', LockFilter(lock_id='kubelet_lock_magic_*', locker='client.9999',
+                                                        address=['10.0.3.99']), locks_sample())
+    assert "matches lock_id 'kubelet_lock_magic_*' and locker 'client.9999' and address 10.0.3.99" in msg
+    assert 'Did you mean' not in msg
+    assert 'client.4272' in msg
+
+
+def test_unmatched_on_an_image_without_locks_says_so():
+    msg = unmatched_locks_warning('rbd/img', LockFilter(locker='4272'), [])
+    assert "no lock of rbd/img matches locker '4272'" in msg and 'The image has no locks.' in msg
+
+
+def test_no_warning_when_a_lock_matches_even_a_protected_one():
+    assert unmatched_locks_warning('rbd/img', LockFilter(lock_id='kubelet_lock_magic_node-b'), locks_sample()) is None
+    assert unmatched_locks_warning('rbd/img', LockFilter(address=['10.0.3.13']), locks_sample()) is None
+
+
+def test_unmatched_names_the_managed_lock_that_needs_include_managed():
+    locks = describe_locks(normalize_lockers_bindings(bindings('managed')['list_lockers']))
+    msg = unmatched_locks_warning('rbd/img', LockFilter(lock_id='auto *'), locks)
+    assert 'only broken with include_managed=true' in msg
+    assert unmatched_locks_warning('rbd/img', LockFilter(lock_id='auto *', include_managed=True), locks) is None

@@ -17,6 +17,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephCommandError, CephNotFoundError
 from ansible_collections.volfence.csi.plugins.modules import rbd_lock, rbd_watchers
+from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import (
     MON_IP,
     NODES,
@@ -262,3 +263,28 @@ def test_I7_rbd_watchers_accounts_for_every_image(monkeypatch, capsys):
     assert out['failed'] and '1 of 3 image(s)' in out['msg']
     assert [i['spec'] for i in out['images']] == ['rbd/a']
     assert [m['spec'] for m in out['missing']] == ['rbd/nope'] and [f['spec'] for f in out['failed_images']] == ['rbd/b']
+
+
+def test_lock_break_that_selects_nothing_warns_and_changes_nothing(monkeypatch, capsys):
+    fresh_warnings(monkeypatch)
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='kubelet_lock_magic_node-bb'),
+              monkeypatch, capsys, client)
+    assert not out.get('failed') and not out['changed'] and out['broken'] == []
+    assert client.broken == [] and client.entries == {}
+    warning = [w for w in warning_texts(out) if 'no lock of rbd/img' in w][0]
+    assert "lock_id 'kubelet_lock_magic_node-bb'" in warning and "Did you mean lock_id 'kubelet_lock_magic_node-b'" in warning
+    # the re-run after a successful break: same warning, the image has no locks left
+    fresh_warnings(monkeypatch)
+    client = FakeRbd()
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', locker='client.4272'), monkeypatch, capsys, client)
+    assert not out['changed'] and any("locker 'client.4272'" in w and 'The image has no locks.' in w
+                                      for w in warning_texts(out))
+
+
+def test_lock_break_with_a_locker_that_can_never_be_one_fails_before_reading(monkeypatch, capsys):
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='*', locker='client.abc'),
+              monkeypatch, capsys, client)
+    assert out['failed'] and "locker 'client.abc' is not a locker name" in out['msg'] and client.calls == []
+    assert client.broken == [] and client.entries == {}
