@@ -14,6 +14,7 @@ re-assessed instead of deleted blindly. Unit tests drive it with a fake API.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import difflib
 import time
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
@@ -41,6 +42,8 @@ PV_KIND = 'PersistentVolume'
 
 # Above this many distinct objects, one LIST is cheaper than one GET each.
 _GET_EACH_LIMIT = 10
+# Node names a warning lists at most.
+_NODES_SHOWN = 30
 
 
 def va_path(name=None):
@@ -62,6 +65,7 @@ class VolumeAttachments(object):
         self._pvs = {}       # name -> PV or None (missing)
         self._nodes = {}     # name -> Node or None (missing)
         self._pods = {}      # node name -> pods
+        self._all_vas = None  # every VolumeAttachment, when select() listed them
         self.deleted = []    # names of the attachments this run deleted (its DELETE went through)
 
     # -- reading
@@ -83,7 +87,31 @@ class VolumeAttachments(object):
             vas = [va] if va is not None else []
         else:
             vas = self.api.list(va_path(), what=(VA_KIND, None))
+            self._all_vas = vas
         return [va for va in vas if matches(va, name, persistent_volume, node, attacher)]
+
+    def unknown_node_warning(self, node, selected):
+        """The warning for a `node` selector that names nothing: no Node of that name exists and no
+        VolumeAttachment (of any volume or driver) is to it. A node that is gone but still has
+        attachments is the usual case of stale attachments and gets no warning, nor does an existing
+        node without attachments. None when there is nothing to say."""
+        if selected:
+            return None
+        self._load_nodes([node])
+        if self._nodes.get(node) is not None:
+            return None
+        vas = self._all_vas if self._all_vas is not None else self.api.list(va_path(), what=(VA_KIND, None))
+        if any((va.get('spec') or {}).get('nodeName') == node for va in vas):
+            return None
+        names = sorted((n.get('metadata') or {}).get('name') for n in self.api.list(
+            resource_path('', 'v1', 'nodes'), what=('Node', None)))
+        names = [n for n in names if n]
+        close = difflib.get_close_matches(node, names, n=3, cutoff=0.6)
+        shown = ', '.join(names[:_NODES_SHOWN]) + (' and %d more' % (len(names) - _NODES_SHOWN)
+                                                    if len(names) > _NODES_SHOWN else '')
+        return ('no node named %s and no VolumeAttachment to it: check the node name%s (the cluster\'s nodes: %s); '
+                'nothing was selected' % (node, (' (did you mean %s?)' % ' or '.join(close)) if close else '',
+                                          shown or 'none'))
 
     def check_pv_exists(self, name, vas):
         """Refuse an unknown PV: one that does not exist and that no selected attachment names."""

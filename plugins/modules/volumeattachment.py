@@ -67,6 +67,10 @@ options:
   node:
     description:
       - Attachments to this node.
+      - A node that no longer exists is the usual reason attachments are stale: its attachments are selected
+        without a warning. When no node of that name exists and no VolumeAttachment is to it (a typo), the
+        module warns, listing the cluster's nodes, and selects nothing; it does not fail, since a node
+        without attachments is a normal answer.
     type: str
   attacher:
     description:
@@ -282,6 +286,10 @@ def main():
         selected = vas.select(*[p[k] for k in SELECTORS])
         if p['persistent_volume'] is not None:
             vas.check_pv_exists(p['persistent_volume'], selected)
+        if p['node'] is not None:
+            unknown = vas.unknown_node_warning(p['node'], selected)
+            if unknown:
+                vas.warnings.append(unknown)
         if p['name'] is not None and not selected:
             vas.warnings.append('VolumeAttachment %s not found%s: nothing to delete' % (
                 p['name'], '' if not any(p[k] for k in SELECTORS[1:]) else ' (or it does not match the other selectors)'))

@@ -51,6 +51,10 @@ options:
   node:
     description:
       - Only attachments to this node (C(spec.nodeName)).
+      - A node that no longer exists is the usual reason attachments are stale: its attachments are selected
+        without a warning. When no node of that name exists and no VolumeAttachment is to it (a typo), the
+        module warns, listing the cluster's nodes, and selects nothing; it does not fail, since a node
+        without attachments is a normal answer.
     type: str
   attacher:
     description:
@@ -282,6 +286,10 @@ def main():
                 p['name'], '' if not any(p[k] for k in ('persistent_volume', 'node', 'attacher'))
                 else ' (or it does not match persistent_volume/node/attacher)'),
                 object=dict(kind='VolumeAttachment', name=p['name']))
+        if p['node'] is not None:
+            unknown = vas.unknown_node_warning(p['node'], selected)
+            if unknown:
+                vas.warnings.append(unknown)
         if p['persistent_volume'] is not None:
             vas.check_pv_exists(p['persistent_volume'], selected)
         reports = vas.assess_all(selected)

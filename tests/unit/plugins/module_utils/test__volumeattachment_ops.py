@@ -180,3 +180,23 @@ def test_persistent_server_errors_fail_clearly():
     assert len(failures) == 1 and failures[0][1].status == 500
     assert 'Failed to delete VolumeAttachment %s: 500' % VA0 in results[0]['error']
     assert fake.get('volumeattachments', VA0)['metadata'].get('deletionTimestamp') is None
+
+
+def test_unknown_node_warns_only_when_neither_a_node_nor_an_attachment_has_the_name():
+    fake, _clock, vas = cluster()
+    # a typo: no such node and no attachment to it
+    msg = vas.unknown_node_warning('node-bb', vas.select(node='node-bb'))
+    assert msg.startswith('no node named node-bb and no VolumeAttachment to it')
+    assert 'did you mean node-b' in msg and "the cluster's nodes: node-a, node-b" in msg
+    # an existing node without attachments: a normal answer
+    fake.add('nodes', dict(metadata=dict(name='node-c'), status=dict(conditions=[])))
+    assert vas.unknown_node_warning('node-c', vas.select(node='node-c')) is None
+    # a deleted node whose attachments are left: the usual stale case, selected without a warning
+    del fake.store['nodes'][(None, 'node-b')]
+    selected = vas.select(node='node-b')
+    assert [va['metadata']['name'] for va in selected] == [VA0]
+    assert vas.unknown_node_warning('node-b', selected) is None
+    # ... nor when other selectors leave none of them
+    vas2 = VolumeAttachments(vas.api)
+    assert vas2.unknown_node_warning('node-b', vas2.select(node='node-b', attacher='other.csi')) is None
+    assert fake.writes() == []

@@ -179,3 +179,15 @@ def test_i7_deleted_lists_an_attachment_whose_finalizer_force_removed(monkeypatc
                       clock)
     assert out['changed'] and out['deleted'] == [VA0] and out['done'] == [VA0] and out['failures'] == []
     assert out['volumeattachments'][0]['finalizer_removed'] and fake.get('volumeattachments', VA0) is None
+
+
+@pytest.mark.parametrize('module', [volumeattachment, volumeattachment_info])
+def test_a_node_that_names_nothing_is_a_loud_warning(monkeypatch, capsys, module):
+    fake, clock, _vas = cluster()
+    out, _calls = run(module, dict(node='node-z'), monkeypatch, capsys, fake, clock)
+    assert not out.get('failed') and not out['changed'] and out['volumeattachments'] == []
+    assert any('no node named node-z and no VolumeAttachment to it' in w and 'node-a, node-b' in w
+               for w in warning_texts(out))
+    assert fake.writes() == []
+    out, _calls = run(module, dict(node='node-b'), monkeypatch, capsys, fake, clock, check=True)
+    assert out['volumeattachments'] and not any('no node named' in w for w in warning_texts(out))
