@@ -399,7 +399,7 @@ class Plan(object):
     resourceVersion) for an update."""
 
     def __init__(self, req, existing, action, body=None, patch=None, cidrs=None, fence_state=None,
-                 newly_fenced=None, why=None):
+                 newly_fenced=None, why=None, new_cidrs=None):
         self.req = req
         self.name = req['name']
         self.existing = existing
@@ -409,6 +409,9 @@ class Plan(object):
         self.cidrs = cidrs or []            # the fence's CIDRs once the plan is carried out
         self.fence_state = fence_state      # its fenceState then
         self.newly_fenced = newly_fenced or []
+        # CIDRs the plan writes into the fence that it did not hold before (created or added),
+        # whatever the fence state: an Unfenced fence is one patch away from fencing them
+        self.new_cidrs = new_cidrs or []
         self.why = why
         # filled in while carrying it out
         self.obj = existing
@@ -420,6 +423,19 @@ class Plan(object):
     @property
     def writes(self):
         return self.action != NONE
+
+    @property
+    def monitor_checked(self):
+        """The CIDRs the Ceph monitor check covers: those newly fenced and those newly written into
+        the fence in any state (issue 17), without duplicates."""
+        out = []
+        keys = set()
+        for cidr in list(self.newly_fenced) + list(self.new_cidrs):
+            key = _cidr_key(cidr)
+            if key not in keys:
+                keys.add(key)
+                out.append(cidr)
+        return out
 
     def after(self):
         """The predicted summary after the plan (for diffs and check mode)."""
@@ -509,7 +525,8 @@ def plan_fence(req, existing, force=False):
             metadata['labels'] = dict(req['labels'])
         body = dict(apiVersion=API_VERSION, kind='NetworkFence', metadata=metadata, spec=spec)
         return Plan(req, None, CREATE, body=body, cidrs=spec['cidrs'], fence_state=spec['fenceState'],
-                    newly_fenced=spec['cidrs'] if spec['fenceState'] == FENCED else [], why='does not exist')
+                    newly_fenced=spec['cidrs'] if spec['fenceState'] == FENCED else [], why='does not exist',
+                    new_cidrs=spec['cidrs'])
 
     meta = existing.get('metadata') or {}
     spec = existing.get('spec') or {}
@@ -555,8 +572,12 @@ def plan_fence(req, existing, force=False):
         what.append('cidrs %s -> %s' % (have_cidrs, want_cidrs))
     if labels_patch:
         what.append('labels')
+    added = []
+    if 'cidrs' in spec_patch:
+        have_keys = set(_cidr_key(c) for c in have_cidrs)
+        added = [c for c in want_cidrs if _cidr_key(c) not in have_keys]
     return Plan(req, existing, UPDATE, patch=patch, cidrs=list(want_cidrs), fence_state=want_state,
-                newly_fenced=newly, why=', '.join(what))
+                newly_fenced=newly, why=', '.join(what), new_cidrs=added)
 
 
 def coverage_refusals(plans, index):
@@ -728,16 +749,18 @@ def csi_monitors(configmaps):
 
 
 def monitor_refusals(plans, monitors):
-    """Messages for the plans that would newly fence a CIDR holding a Ceph monitor's IP (compared
-    normalised, an IPv6 range holding the whole IPv4-mapped range counting as every IPv4 address).
-    Fencing a monitor's address cuts every client of that node off the cluster, the monitor's own
-    peers included. The module refuses them unless forced."""
+    """Messages for the plans that would newly fence a CIDR holding a Ceph monitor's IP, or write
+    one into a fence in any state (created Unfenced, or CIDRs added while Unfenced: such a fence is
+    one patch away from fencing the monitor). Compared normalised, an IPv6 range holding the whole
+    IPv4-mapped range counting as every IPv4 address. Fencing a monitor's address cuts every client
+    of that node off the cluster, the monitor's own peers included. The module refuses them unless
+    forced."""
     out = []
     for plan in plans:
-        if not plan.newly_fenced or plan.fence_state != FENCED:
+        if not plan.monitor_checked:
             continue
         hits = []
-        for cidr in plan.newly_fenced:
+        for cidr in plan.monitor_checked:
             nets = compared_networks(cidr)
             for mon in monitors:
                 for addr in mon['addresses']:
@@ -745,8 +768,11 @@ def monitor_refusals(plans, monitors):
                     if any(network_contains(net, ip) for net in nets):
                         hits.append('%s (monitor %s of clusterID %s in ConfigMap %s, via %s)' % (
                             addr, mon['monitor'], mon['cluster_id'], mon['configmap'], cidr))
-        if hits:
+        if hits and plan.fence_state == FENCED:
             out.append('NetworkFence %s would fence Ceph monitor address(es) %s' % (plan.name, ', '.join(hits)))
+        elif hits:
+            out.append('NetworkFence %s would hold Ceph monitor address(es) %s while %s: one patch to Fenced would '
+                       'cut the monitor off' % (plan.name, ', '.join(hits), plan.fence_state or UNFENCED))
     return out
 
 

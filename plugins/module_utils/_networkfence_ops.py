@@ -156,8 +156,9 @@ class NetworkFences(object):
 
     def check_monitors(self, plans):
         """Refusal messages for plans that newly fence a Ceph monitor listed in ceph-csi's
-        configuration; fills self.monitors (what was read and checked) and warns about host names."""
-        fencing = [p for p in plans if p.newly_fenced and p.fence_state == FENCED]
+        configuration, or write its address into a fence in any state; fills self.monitors (what was
+        read and checked) and warns about host names."""
+        fencing = [p for p in plans if p.monitor_checked]
         if not fencing or not self.monitor_configmaps:
             return []
         configmaps = self.read_monitor_configmaps()

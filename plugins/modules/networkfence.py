@@ -28,10 +28,12 @@ description:
     (any address type), an address that several nodes list, or, while a Ready node lists no IP address at all,
     an address that no node lists (it could be that node's). Addresses and CIDRs are compared after unmapping
     IPv4-mapped IPv6 (C(::ffff:10.0.3.12/128) is C(10.0.3.12/32)). Reports the nodes each fence covers.
-  - Refuses too, before any write and unless O(force=true), to fence CIDRs that hold a Ceph monitor listed in
-    ceph-csi's configuration (see O(monitor_configmaps)), when a fence is created C(Fenced), set C(Fenced), or
-    gets new CIDRs while C(Fenced). RV(monitors) says which ConfigMaps and monitors were checked. Monitors listed
-    by host name cannot be checked (no DNS look-up is done), the module warns about each.
+  - Refuses too, before any write and unless O(force=true), CIDRs that hold a Ceph monitor listed in
+    ceph-csi's configuration (see O(monitor_configmaps)) whenever CIDRs are written, whatever the fence state:
+    a fence created (C(Fenced) or C(Unfenced)), set C(Fenced), or given new CIDRs. An C(Unfenced) fence holding
+    a monitor's address is one patch away from cutting the monitor off. RV(monitors) says which ConfigMaps and
+    monitors were checked. Monitors listed by host name cannot be checked (no DNS look-up is done), the module
+    warns about each.
   - Bad input (a CIDR that is not a CIDR or has host bits set, a number out of range) fails with a message naming
     the value before anything is read or written.
   - Changing an immutable field of an existing fence (C(driver), C(networkFenceClassName), C(secret),
@@ -178,7 +180,7 @@ options:
         checked, the module warns).
       - A ConfigMap that does not exist is not an error (a cluster without ceph-csi); one that cannot be read
         (RBAC) gives a warning and its monitors go unchecked. An empty list turns the check off.
-      - Read only when the call would newly fence CIDRs.
+      - Read only when the call would create a fence, give one new CIDRs or set one C(Fenced).
     type: list
     elements: str
     default: [ceph-csi-config, rook-ceph-csi-config]
@@ -186,7 +188,8 @@ options:
     description:
       - Fence CIDRs that cover an address of a Ready node (which cuts a healthy node off its storage), an
         address that several nodes list, or an address no node lists while a Ready node lists no IP address.
-      - Fence CIDRs that hold a Ceph monitor listed in O(monitor_configmaps).
+      - Fence CIDRs that hold a Ceph monitor listed in O(monitor_configmaps), or write them into a fence in any
+        state.
       - With O(state=absent), delete a Fenced fence without unfencing it first.
     type: bool
     default: false
@@ -377,8 +380,8 @@ failures:
   elements: dict
 monitors:
   description:
-    - What the Ceph monitor check read (it runs when the call would newly fence CIDRs and O(monitor_configmaps) is
-      not empty).
+    - What the Ceph monitor check read (it runs when the call would create a fence, give one new CIDRs or set one
+      C(Fenced), and O(monitor_configmaps) is not empty).
   returned: always
   type: dict
   contains:

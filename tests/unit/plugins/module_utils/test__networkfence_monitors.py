@@ -149,3 +149,52 @@ def test_a_namespaced_source_is_read_with_one_get_and_a_forbidden_list_warns():
     nf2.plan(fence(['10.0.3.12/32']))
     assert any('Could not read the ceph-csi ConfigMap(s) ceph-csi-config' in w and 'NOT checked' in w
                for w in nf2.warnings)
+
+
+def unfenced(cidrs):
+    return build_requests(params(name='nf-b', network_fence_class='rbd', cidrs=cidrs, fence_state='Unfenced'))
+
+
+def test_creating_an_unfenced_fence_holding_a_monitor_is_refused_too():
+    fake, nf = cluster()
+    with_monitors(fake, ['[v2:10.0.3.12:3300/0,v1:10.0.3.12:6789/0]'])
+    before = len(fake.writes())
+    with pytest.raises(K8sRefused) as info:
+        nf.plan(unfenced(['10.0.3.0/28']))
+    assert 'NetworkFence nf-b would hold Ceph monitor address(es) 10.0.3.12' in info.value.msg
+    assert 'while Unfenced: one patch to Fenced would cut the monitor off' in info.value.msg
+    assert 'Nothing was changed' in info.value.msg and len(fake.writes()) == before
+    plans = nf.plan(unfenced(['10.0.3.0/28']), force=True)
+    assert plans[0].action == 'create' and any('would hold Ceph monitor' in w and '(force=true)' in w
+                                               for w in nf.warnings)
+
+
+def test_adding_a_monitor_cidr_to_an_unfenced_fence_is_refused_other_changes_are_not_checked():
+    fake, nf = cluster()
+    with_monitors(fake, ['10.0.3.12:6789'])
+    fake.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
+        networkFenceClassName='rbd', fenceState='Unfenced', cidrs=['10.0.3.13/32'])))
+    with pytest.raises(K8sRefused, match='would hold Ceph monitor address'):
+        nf.plan(unfenced(['10.0.3.13/32', '10.0.3.12/32']))
+    # a fence that already held the address before (not written by this call) and gets only labels:
+    # the CIDRs are not changed, nothing is checked
+    fake2, nf2 = cluster()
+    with_monitors(fake2, ['10.0.3.12:6789'])
+    fake2.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
+        networkFenceClassName='rbd', fenceState='Unfenced', cidrs=['10.0.3.12/32'])))
+    plans = nf2.plan(build_requests(params(name='nf-b', labels={'a': 'b'})))
+    assert plans[0].action == 'update' and plans[0].monitor_checked == []
+    assert not [e for e in fake2.log if 'configmaps' in e[1]]
+    # removing CIDRs writes no new one: nothing to check either
+    fake3, nf3 = cluster()
+    with_monitors(fake3, ['10.0.3.12:6789'])
+    fake3.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
+        networkFenceClassName='rbd', fenceState='Unfenced', cidrs=['10.0.3.12/32', '10.0.3.13/32'])))
+    assert nf3.plan(unfenced(['10.0.3.13/32']))[0].monitor_checked == []
+
+
+def test_an_unfenced_fence_away_from_the_monitors_is_created():
+    fake, nf = cluster()
+    with_monitors(fake, ['10.0.3.99:6789'])
+    plans = nf.plan(unfenced(['10.0.3.12/32']))
+    assert plans[0].action == 'create' and nf.monitors['checked'][0]['addresses'] == ['10.0.3.99']
