@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import time
 
 from ansible.module_utils.common.validation import (
     check_type_bool, check_type_dict, check_type_float, check_type_int, check_type_list, check_type_path,
@@ -62,6 +63,13 @@ class FileChecks(object):
         except (IOError, OSError) as e:
             return 'cannot be read (%s)' % e.strerror
         return None if isinstance(document, dict) else 'is not a JSON object'
+
+    def report_dir(self, path):
+        if not os.path.isdir(path):
+            return 'is not a directory on the controller' if os.path.exists(path) else 'does not exist on the controller'
+        if not os.access(path, os.W_OK | os.X_OK):
+            return 'is not writable on the controller'
+        return None
 
     def report_file(self, path):
         parent = os.path.dirname(os.path.abspath(path)) or '.'
@@ -141,13 +149,16 @@ def _check_format(value, option, context, files):
     if fmt == 'json_file':
         problem = files.json_file(value)
         return '%s %s on the controller' % (value, problem) if problem else None
+    if fmt == 'report_dir':
+        problem = files.report_dir(value)
+        return '%s %s' % (value, problem) if problem else None
     if fmt == 'report_file':
         problem = files.report_file(value)
         return '%s %s' % (value, problem) if problem else None
     return None
 
 
-def check_inputs(playbook, entry, provided, context=None, other_names=(), files=None):
+def check_inputs(playbook, entry, provided, context=None, other_names=(), files=None, epoch=None):
     """Check the provided inputs of a playbook against its argument spec entry.
 
     provided: {name: value} of the inputs that are set (extra vars, inventory).
@@ -171,9 +182,10 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
             if option.get('required'):
                 problems.append('%s: required (%s)' % (name, option.get('description', '').rstrip('.').lower()
                                                        or 'no default'))
-            elif option.get('default') is not None:
-                values[name] = option['default']
-            continue
+                continue
+            if option.get('default') is None:
+                continue
+            value = option['default']  # defaults pass the same checks (report_dir: the working directory)
         value, problem = coerce(name, value, option)
         if problem is None and option.get('choices') and value not in option['choices']:
             problem = '%s is not one of %s' % (_show(value), ', '.join(str(c) for c in option['choices']))
@@ -188,7 +200,13 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
         if problem:
             problems.append('%s: %s' % (name, problem))
         else:
-            values[name] = value
+            values[name] = os.path.abspath(value) if option.get('format') == 'report_dir' else value
+    for name, option in options.items():
+        # a report file named once per run, so that every step of the run uses the same path
+        if option.get('default_name') and name not in values and not any(p.startswith(name + ':') for p in problems):
+            fields = dict(values, epoch=int(time.time() if epoch is None else epoch))
+            if 'report_dir' in values and all(f in fields for f in re.findall(r'\{(\w+)\}', option['default_name'])):
+                values[name] = os.path.join(values['report_dir'], option['default_name'].format(**fields))
     for other in sorted(set(other_names) - set(options)):
         if _NOT_TYPOS.match(other):
             continue

@@ -48,6 +48,14 @@ options:
         description: The pod's name.
         type: str
         required: true
+  follow_replaced:
+    description:
+      - When a named pod is gone, look for the pod that replaced it, generated from the same C(generateName)
+        (the same ReplicaSet, Job or DaemonSet), and return that one in RV(pods[].name) with RV(pods[].replaced)
+        set. A re-run of a playbook with the pod an earlier run replaced then follows it instead of failing.
+      - Fails when the pod is gone and no pod replaced it, or when several did (their names are listed).
+    type: bool
+    default: false
 seealso:
   - module: volfence.csi.playbook_inputs
 '''
@@ -62,6 +70,14 @@ EXAMPLES = r'''
     pods:
       - namespace: default
         name: index-api-0
+
+- name: The stuck pod, or the pod that replaced it since
+  volfence.csi.k8s_preflight:
+    pods:
+      - namespace: default
+        name: web-5d9f7c6b8-h9vpl
+    follow_replaced: true
+  register: preflight
 '''
 
 RETURN = r'''
@@ -92,8 +108,14 @@ pods:
       description: The pod's namespace.
       type: str
     name:
-      description: The pod's name.
+      description: The pod's name; with O(follow_replaced), the name of the pod that replaced a pod that is gone.
       type: str
+    requested:
+      description: The name that was asked for.
+      type: str
+    replaced:
+      description: Whether the pod asked for is gone and RV(pods[].name) is the pod that replaced it.
+      type: bool
     node:
       description: The node it is scheduled on (C(spec.nodeName)), or null.
       type: str
@@ -107,6 +129,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     K8sError, check_requirements, connect, k8s_argument_spec, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import replacement_pods
 
 
 def _some(names, limit=8):
@@ -125,6 +148,7 @@ def main():
             nodes=dict(type='list', elements='str', default=[]),
             pods=dict(type='list', elements='dict', default=[],
                       options=dict(namespace=dict(type='str', required=True), name=dict(type='str', required=True))),
+            follow_replaced=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -154,15 +178,24 @@ def main():
         for ref in p['pods']:
             pod = api.get(resource_path('', 'v1', 'pods', ref['name'], ref['namespace']),
                           what=('Pod', ref['name'], ref['namespace']), missing_ok=True)
+            replaced = False
             if pod is None:
-                names = [x['metadata']['name'] for x in api.list(resource_path('', 'v1', 'pods', namespace=ref['namespace']),
-                                                                 what=('Pod', None, ref['namespace']))]
-                problems.append('no pod %s in namespace %s (its pods: %s)' % (ref['name'], ref['namespace'],
-                                                                              _some(names) or 'none'))
-            else:
-                pods.append(dict(namespace=ref['namespace'], name=ref['name'],
-                                 node=(pod.get('spec') or {}).get('nodeName'),
-                                 phase=(pod.get('status') or {}).get('phase')))
+                listed = api.list(resource_path('', 'v1', 'pods', namespace=ref['namespace']),
+                                  what=('Pod', None, ref['namespace']))
+                successors = replacement_pods(ref['name'], listed) if p['follow_replaced'] else []
+                if len(successors) == 1:
+                    pod, replaced = successors[0], True
+                elif successors:
+                    problems.append('pod %s/%s is gone and several pods replaced it (%s): name one' % (
+                        ref['namespace'], ref['name'], _some(x['metadata']['name'] for x in successors)))
+                    continue
+                else:
+                    problems.append('no pod %s in namespace %s (its pods: %s)' % (
+                        ref['name'], ref['namespace'], _some(x['metadata']['name'] for x in listed) or 'none'))
+                    continue
+            pods.append(dict(namespace=ref['namespace'], name=pod['metadata']['name'], requested=ref['name'],
+                             replaced=replaced, node=(pod.get('spec') or {}).get('nodeName'),
+                             phase=(pod.get('status') or {}).get('phase')))
     except K8sError as exc:
         module.fail_json(**exc.fail_kwargs())
     if problems:

@@ -24,7 +24,6 @@ import json
 import os
 import random
 import signal
-import string
 import subprocess
 import sys
 import time
@@ -83,10 +82,6 @@ def age(value):
 def attachment_name(volume_handle, driver, node):
     """The name the external-attacher gives a VolumeAttachment."""
     return "csi-" + hashlib.sha256((volume_handle + driver + node).encode()).hexdigest()
-
-
-def rand_suffix(n=5):
-    return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(n))
 
 
 def node_ready(node):
@@ -468,7 +463,8 @@ class ControlPlane(object):
                 pod = {
                     "apiVersion": "v1", "kind": "Pod",
                     "metadata": {
-                        "name": "%s-%s-%s" % (meta["name"], hashlib.sha1(meta["uid"].encode()).hexdigest()[:10], rand_suffix()),
+                        # as a ReplicaSet does: the API server appends the random suffix
+                        "generateName": "%s-%s-" % (meta["name"], hashlib.sha1(meta["uid"].encode()).hexdigest()[:10]),
                         "namespace": ns,
                         "labels": dict(template.get("metadata", {}).get("labels", {})),
                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],

@@ -39,6 +39,16 @@ def test_check_mode_then_cleanup(seed_001, lab_inventory, tmp_path):
                if p["status"].get("phase") == "Running"]
     assert len(running) == 1 and running[0]["spec"]["nodeName"] == state["stuck_node"]
 
+    # Re-launched with the same answers (issue 18): follows the replaced pod, nothing to do, no change.
+    attachments = sorted(va["metadata"]["name"] for va in kube.list("volumeattachments"))
+    again = run_playbook(lab_inventory, PLAYBOOK, extra)
+    assert again.rc == 0, again.stdout[-3000:]
+    assert sum(host["changed"] for host in again.data["stats"].values()) == 0, again.data["stats"]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["pod"]["replaced"] is True and report["pod"]["name"] == running[0]["metadata"]["name"]
+    assert report["stale"] == [] and report["pod_restarted"] is False
+    assert sorted(va["metadata"]["name"] for va in kube.list("volumeattachments")) == attachments
+
 
 def test_an_attachment_in_use_is_kept(incident, lab_inventory, tmp_path):
     """A stuck pod whose volume is attached where a pod still uses it: nothing is provably stale."""

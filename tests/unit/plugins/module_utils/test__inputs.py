@@ -45,8 +45,12 @@ def test_defaults_pass_their_own_checks(playbook):
     values, problems = check(playbook, {})
     assert problems == []
     for name, option in SPECS[playbook]['options'].items():
-        if option.get('default') is not None:
+        if option.get('format') == 'report_dir':
+            assert values[name] == os.path.abspath(option['default'])
+        elif option.get('default') is not None:
             assert values[name] == option['default']
+    # the report file is named once, in report_dir, with the run's start
+    assert values['report_path'].startswith(os.path.abspath('.') + os.sep + 'volfence-')
 
 
 @pytest.mark.parametrize('playbook', sorted(SPECS))
@@ -59,7 +63,7 @@ def test_the_check_is_the_first_play_and_no_play_keeps_input_defaults(playbook):
     inputs = set(SPECS[playbook]['options'])
     for play in plays[1:]:
         assert 'import_playbook' not in ' '.join(play), 'one check only, first'
-        kept = inputs & set(play.get('vars') or {}) - {'report_path'}  # report_path: issue 18 moves its default
+        kept = inputs & set(play.get('vars') or {})
         assert not kept, '%s keeps defaults of its own for %s' % (play['name'], sorted(kept))
 
 
@@ -108,6 +112,17 @@ def test_types_are_converted_as_extra_vars_give_them():
 def test_a_misspelt_input_is_named_with_the_likely_one():
     values, problems = check('node_failover', {}, other_names=['wait_timout', 'ansible_host', 'lab_node_ip'])
     assert problems == ['wait_timout: not an input of node_failover; did you mean wait_timeout?']
+
+
+def test_the_report_is_named_once_per_run_in_report_dir(tmp_path):
+    values, problems = check_inputs('node_failover', SPECS['node_failover'], {'failed_node': 'node-b', 'report_dir': str(tmp_path)},
+                                    CONTEXT, epoch=1700000000)
+    assert problems == [] and values['report_path'] == str(tmp_path / 'volfence-node-failover-node-b-1700000000.json')
+    values, problems = check('diagnose', {'report_path': str(tmp_path / 'mine.json')})
+    assert values['report_path'] == str(tmp_path / 'mine.json')
+    values, problems = check('diagnose', {'report_dir': str(tmp_path / 'nope')})
+    assert problems == ['report_dir: %s does not exist on the controller' % (tmp_path / 'nope')]
+    assert 'report_path' not in values
 
 
 def test_files_on_the_controller(tmp_path):
