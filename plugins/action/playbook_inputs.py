@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Check a playbook's inputs against playbooks/meta/argument_specs.yml, on the controller."""
+"""Check a playbook's inputs against playbooks/meta/inputs.yml, on the controller."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -16,7 +16,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.volfence.csi.plugins.module_utils import _inputs
 
 SPEC_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                         'playbooks', 'meta', 'argument_specs.yml')
+                         'playbooks', 'meta', 'inputs.yml')
 LOCAL = ('local',)
 
 

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The inputs of a playbook checked against its argument spec (playbooks/meta/argument_specs.yml)
+"""The inputs of a playbook checked against its argument spec (playbooks/meta/inputs.yml)
 before anything is read or written: every wrong input is named, in the user's words, in one message.
 
 Pure functions; the controller side (reading variables and files) is the playbook_inputs action."""

@@ -13,7 +13,7 @@ short_description: Check every input of a volfence.csi playbook before it reads 
 version_added: 0.2.0
 description:
   - Checks the inputs of one of the collection's playbooks (extra vars and inventory variables) against its
-    entry in the collection's C(playbooks/meta/argument_specs.yml) - required inputs, types, choices,
+    entry in the collection's C(playbooks/meta/inputs.yml) - required inputs, types, choices,
     minimum and maximum, Kubernetes name formats, inventory groups and hosts, files that must be readable
     and report paths that must be writable. Misspelt inputs (a variable close to an input's name) are
     errors too.
@@ -27,7 +27,7 @@ author:
   - volfence.csi maintainers (@volfence)
 options:
   playbook:
-    description: The playbook whose inputs are checked, an entry of C(playbooks/meta/argument_specs.yml).
+    description: The playbook whose inputs are checked, an entry of C(playbooks/meta/inputs.yml).
     type: str
     required: true
 extends_documentation_fragment:

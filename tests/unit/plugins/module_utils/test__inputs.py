@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The playbooks' input checks (_inputs.py) against the real playbooks/meta/argument_specs.yml,
+"""The playbooks' input checks (_inputs.py) against the real playbooks/meta/inputs.yml,
 and the playbooks' shape that makes them effective: the check is each playbook's first play and
 no play keeps defaults of its own."""
 from __future__ import absolute_import, division, print_function
@@ -18,7 +18,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._inputs import FileCh
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 PLAYBOOKS = os.path.join(REPO, 'playbooks')
-with open(os.path.join(PLAYBOOKS, 'meta', 'argument_specs.yml')) as _handle:
+with open(os.path.join(PLAYBOOKS, 'meta', 'inputs.yml')) as _handle:
     SPECS = yaml.safe_load(_handle)['argument_specs']
 GROUPS = {'k8s_api': ['k8s-api'], 'ceph_admin': ['ceph-admin'], 'k8s_nodes': ['node-a', 'node-b', 'node-c']}
 CONTEXT = {'groups': GROUPS, 'local': {'k8s_api': True, 'ceph_admin': True, 'k8s_nodes': True}}
