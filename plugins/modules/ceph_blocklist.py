@@ -265,8 +265,8 @@ diff:
   sample: {before: {blocklist: []}, after: {blocklist: ["10.0.3.12:0/0"]}}
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
@@ -280,7 +280,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import Bloc
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=ceph_argument_spec(
             state=dict(type='str', default='present', choices=['present', 'absent']),
             addresses=dict(type='list', elements='str', default=[]),

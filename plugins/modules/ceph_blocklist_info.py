@@ -134,8 +134,8 @@ backend:
   sample: rados
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import (
     entry_info,
     entry_matches,
@@ -153,7 +153,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import read
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=ceph_argument_spec(match=dict(type='list', elements='str', default=[])),
         mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
         supports_check_mode=True,

@@ -88,8 +88,8 @@ healthy:
   type: int
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
     DEAD,
     HEALTHY,
@@ -107,7 +107,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module i
 def main():
     spec = dict(FUSE_ARGUMENT_SPEC)
     spec["state"] = dict(type="str", choices=["absent"], default="absent")
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = VolfenceModule(argument_spec=spec, supports_check_mode=True)
     kubelet_dir = check_params(module)
     mounts = find_mounts(module, kubelet_dir)
     dead = [m for m in mounts if m["state"] == DEAD]

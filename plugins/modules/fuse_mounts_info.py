@@ -106,8 +106,8 @@ pod_uids:
   elements: str
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import summarize
 from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module import (
     FUSE_ARGUMENT_SPEC,
@@ -117,7 +117,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module i
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(FUSE_ARGUMENT_SPEC), supports_check_mode=True)
+    module = VolfenceModule(argument_spec=dict(FUSE_ARGUMENT_SPEC), supports_check_mode=True)
     kubelet_dir = check_params(module)
     mounts = find_mounts(module, kubelet_dir)
     summary = summarize(mounts)

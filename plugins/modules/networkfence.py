@@ -29,8 +29,8 @@ description:
     an address that no node lists (it could be that node's). Addresses and CIDRs are compared after unmapping
     IPv4-mapped IPv6 (C(::ffff:10.0.3.12/128) is C(10.0.3.12/32)). Reports the nodes each fence covers.
   - Refuses too, before any write and unless O(force=true), CIDRs that hold a Ceph monitor listed in
-    ceph-csi's configuration (see O(monitor_configmaps)) whenever CIDRs are written, whatever the fence state:
-    a fence created (C(Fenced) or C(Unfenced)), set C(Fenced), or given new CIDRs. An C(Unfenced) fence holding
+    ceph-csi's configuration (see O(monitor_configmaps)) whenever CIDRs are written, whatever the fence state,
+    when a fence is created (C(Fenced) or C(Unfenced)), set C(Fenced), or given new CIDRs. An C(Unfenced) fence holding
     a monitor's address is one patch away from cutting the monitor off. RV(monitors) says which ConfigMaps and
     monitors were checked. Monitors listed by host name cannot be checked (no DNS look-up is done), the module
     warns about each.
@@ -415,8 +415,8 @@ diff:
   type: dict
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_PARALLEL,
     MAX_SLEEP_SECONDS,
@@ -501,7 +501,7 @@ def fence_result(plan, fences, check_mode):
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=argument_spec(),
         mutually_exclusive=[('name', 'fences'), ('cidrs', 'fences'), ('network_fence_class', 'driver')],
         required_one_of=[('name', 'fences')],

@@ -144,8 +144,8 @@ csiaddons_nodes:
   elements: dict
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     K8sError,
     check_requirements,
@@ -157,7 +157,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops imp
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=k8s_argument_spec(
             name=dict(type='str'),
             driver=dict(type='str'),

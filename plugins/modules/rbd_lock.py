@@ -26,7 +26,7 @@ description:
     not break (RV(failed_locks)) and C(changed=true) if anything was written. A lock that fails to break
     does not stop the others; nothing is broken when blocklisting the lockers fails.
   - With O(state=absent), filters that select no lock of the image are not an error (breaking a lock is
-    idempotent: a re-run after success finds the lock gone), but the module warns loudly, naming the image,
+    idempotent, a re-run after success finds the lock gone), but the module warns loudly, naming the image,
     the O(lock_id), O(locker) and O(address) asked for, the locks the image has (or that it has none) and,
     for a lock id close to an existing one, a "did you mean". An image that does not exist fails.
   - A O(locker) without wildcards that cannot name a locker (not C(client.<number>) or a number, for example
@@ -280,8 +280,8 @@ backend:
 
 import errno
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, image_spec
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
@@ -337,7 +337,7 @@ def take_lock(client, spec, locks, p, check_mode):
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=ceph_argument_spec(
             pool=dict(type='str', required=True),
             namespace=dict(type='str', default=''),

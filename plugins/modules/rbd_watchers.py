@@ -226,8 +226,8 @@ backend:
   sample: rados
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
@@ -246,7 +246,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import Node
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=ceph_argument_spec(
             pool=dict(type='str'),
             namespace=dict(type='str', default=''),

@@ -67,7 +67,7 @@ options:
   node:
     description:
       - Attachments to this node.
-      - A node that no longer exists is the usual reason attachments are stale: its attachments are selected
+      - A node that no longer exists is the usual reason attachments are stale; its attachments are selected
         without a warning. When no node of that name exists and no VolumeAttachment is to it (a typo), the
         module warns, listing the cluster's nodes, and selects nothing; it does not fail, since a node
         without attachments is a normal answer.
@@ -227,8 +227,8 @@ diff:
   sample: {before: {volumeattachments: [csi-1a2b]}, after: {volumeattachments: []}}
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_SLEEP_SECONDS,
     MAX_WAIT_SECONDS,
@@ -249,7 +249,7 @@ SELECTORS = ('name', 'persistent_volume', 'node', 'attacher')
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=k8s_argument_spec(
             state=dict(type='str', default='absent', choices=['absent']),
             name=dict(type='str'),

@@ -51,7 +51,7 @@ options:
   node:
     description:
       - Only attachments to this node (C(spec.nodeName)).
-      - A node that no longer exists is the usual reason attachments are stale: its attachments are selected
+      - A node that no longer exists is the usual reason attachments are stale; its attachments are selected
         without a warning. When no node of that name exists and no VolumeAttachment is to it (a typo), the
         module warns, listing the cluster's nodes, and selects nothing; it does not fail, since a node
         without attachments is a normal answer.
@@ -239,8 +239,8 @@ collision_version_affected:
   type: bool
 '''
 
-from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_WAIT_SECONDS, check_range
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
@@ -255,7 +255,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=k8s_argument_spec(
             name=dict(type='str'),
             persistent_volume=dict(type='str', aliases=['pv']),

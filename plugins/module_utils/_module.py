@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: the AnsibleModule of the collection's modules (issue 17).
+
+ansible-core's own message for an option it cannot convert to its type shows Python internals on
+older cores (``argument 'parallel' is of type <class 'str'> and we were unable to convert to int:
+<class 'str'> cannot be converted to an int``). VolfenceModule says the same in the user's words
+(``parallel must be an integer, got "abc"; nothing was changed``), for every option and type,
+including the options of the doc fragments. Nothing else of AnsibleModule changes.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+
+# The same words as the playbooks' input checks (_inputs.TYPE_WORDS).
+TYPE_WORDS = {'int': 'an integer', 'float': 'a number', 'bool': 'true or false', 'str': 'a string',
+              'list': 'a list', 'dict': 'a mapping', 'path': 'a path', 'raw': 'a value', 'json': 'JSON',
+              'jsonarg': 'JSON', 'bytes': 'a size in bytes', 'bits': 'a size in bits'}
+
+# ansible-core 2.16 to 2.21 (module_utils/common/parameters.py, _validate_argument_types): the
+# type is `<class 'str'>` on older cores, `str` on newer ones; nested options add the context.
+_TYPE_ERROR = re.compile(
+    r"^argument '(?P<name>[^']+)' is of type (?:<class '[^']*'>|\S+)"
+    r"(?: found in '(?P<where>[^']*)'\.)? and we were unable to convert to (?P<want>\w+): .*$", re.S)
+
+
+def _show(value):
+    text = repr(value) if not isinstance(value, str) else '"%s"' % value
+    return text if len(text) <= 80 else text[:77] + '..."'
+
+
+def type_error_in_user_words(msg, params=None):
+    """`msg` with ansible-core's type-conversion sentence said in the user's words; any other
+    message unchanged. `params` (the module's parameters) give the value of a top-level option."""
+    if not isinstance(msg, str):
+        return msg
+    match = _TYPE_ERROR.match(msg.strip())
+    if not match:
+        return msg
+    name, where, want = match.group('name'), match.group('where'), match.group('want')
+    text = '%s%s must be %s' % (('%s: ' % where.replace(' -> ', '.')) if where else '', name,
+                                TYPE_WORDS.get(want, want))
+    if not where and isinstance(params, dict) and params.get(name) is not None:
+        text += ', got %s' % _show(params[name])
+    return text + '; nothing was changed'
+
+
+class VolfenceModule(AnsibleModule):
+    """AnsibleModule whose failure messages never show ansible-core's type internals."""
+
+    def fail_json(self, msg, **kwargs):  # pylint: disable=arguments-differ
+        AnsibleModule.fail_json(self, type_error_in_user_words(msg, getattr(self, 'params', None)), **kwargs)
