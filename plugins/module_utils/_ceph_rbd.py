@@ -228,8 +228,8 @@ def select_locks(described, lock_filter, protect=None):
 
 
 def _lock_label(lock):
-    return '%r held by %s from %s%s' % (lock['id'], lock['locker'], lock['address'],
-                                       ' (exclusive-lock feature)' if lock['managed'] else '')
+    managed = ' (exclusive-lock feature)' if lock['managed'] else ''
+    return '%r held by %s from %s%s' % (lock['id'], lock['locker'], lock['address'], managed)
 
 
 def unmatched_locks_warning(spec, lock_filter, described):

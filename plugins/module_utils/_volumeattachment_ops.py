@@ -107,8 +107,8 @@ class VolumeAttachments(object):
             resource_path('', 'v1', 'nodes'), what=('Node', None)))
         names = [n for n in names if n]
         close = difflib.get_close_matches(node, names, n=3, cutoff=0.6)
-        shown = ', '.join(names[:_NODES_SHOWN]) + (' and %d more' % (len(names) - _NODES_SHOWN)
-                                                    if len(names) > _NODES_SHOWN else '')
+        more = len(names) - _NODES_SHOWN
+        shown = ', '.join(names[:_NODES_SHOWN]) + (' and %d more' % more if more > 0 else '')
         return ('no node named %s and no VolumeAttachment to it: check the node name%s (the cluster\'s nodes: %s); '
                 'nothing was selected' % (node, (' (did you mean %s?)' % ' or '.join(close)) if close else '',
                                           shown or 'none'))

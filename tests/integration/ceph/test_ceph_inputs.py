@@ -1,6 +1,8 @@
 """Issue 17 on the lab's real cluster: bad input to the Ceph modules says what is wrong and changes
 nothing (the blocklist is read with the ceph CLI before and after each call)."""
 
+import json
+
 import pytest
 
 from labtools import blocklist_entries as blocklist, ceph_args, lab_subnet as subnet, run_module
@@ -92,4 +94,39 @@ def test_unreachable_cluster_is_named(fenced, lab_inventory):
         result = run_module(lab_inventory, "ceph-admin", "volfence.csi.ceph_blocklist",
                             ceph_args(lab, backend, addresses=[subnet(lab) + ".77"], mon_host="127.0.0.1:1", timeout=3))
         assert result.get("failed") is True and "127.0.0.1:1" in result["msg"] and "reachable" in result["msg"], result
+    assert blocklist(lab) == before
+
+
+def _warnings(result):
+    return [w if isinstance(w, str) else json.dumps(w) for w in result.get("warnings") or []]
+
+
+def test_rbd_lock_filters_that_select_no_lock_warn_and_a_non_locker_fails(clean_lab, lab_inventory):
+    """Issue 17: state=absent is idempotent, so filters matching no lock warn loudly (naming the
+    image, the filters and its locks, with a "did you mean"), and break and fence nothing; a locker
+    that can never be one fails before anything is read."""
+    lab = clean_lab
+    image = lab.new_image("s017")
+    held = lab.hold("node-b", image, lock_id="kubelet_lock_magic_node-b")
+    pool, image_name = image.split("/", 1)
+    locks_before = json.loads(lab.rbd("lock", "ls", image, "--format", "json"))
+    before = blocklist(lab)
+    for backend in ("rados", "cli"):
+        typo = run_module(lab_inventory, "ceph-admin", "volfence.csi.rbd_lock",
+                          ceph_args(lab, backend, pool=pool, image=image_name, state="absent",
+                                    lock_id="kubelet_lock_magic_node-bb"))
+        assert not typo.get("failed") and typo["changed"] is False and typo["broken"] == [], typo
+        warning = [w for w in _warnings(typo) if "no lock of %s" % image in w]
+        assert warning, _warnings(typo)
+        assert "lock_id 'kubelet_lock_magic_node-bb'" in warning[0]
+        assert "Did you mean lock_id 'kubelet_lock_magic_node-b'" in warning[0] and held["address"] in warning[0]
+        nobody = run_module(lab_inventory, "ceph-admin", "volfence.csi.rbd_lock",
+                            ceph_args(lab, backend, pool=pool, image=image_name, state="absent", locker="client.1"))
+        assert not nobody.get("failed") and nobody["changed"] is False, nobody
+        assert any("locker 'client.1'" in w and "kubelet_lock_magic_node-b" in w for w in _warnings(nobody))
+        bad = run_module(lab_inventory, "ceph-admin", "volfence.csi.rbd_lock",
+                         ceph_args(lab, backend, pool=pool, image=image_name, state="absent", lock_id="*",
+                                   locker="client.abc"))
+        assert bad.get("failed") is True and "locker 'client.abc' is not a locker name" in bad["msg"], bad
+    assert json.loads(lab.rbd("lock", "ls", image, "--format", "json")) == locks_before
     assert blocklist(lab) == before

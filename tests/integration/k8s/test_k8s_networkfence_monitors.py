@@ -59,9 +59,31 @@ def test_a_cidr_holding_a_monitor_is_refused_and_nothing_is_written(ansible, kub
     assert again["_rc"] != 0 and "Ceph monitor" in again["msg"] and kube.get(FENCES + "/" + world["fence"]) is None
 
 
-def test_setting_an_unfenced_fence_fenced_is_checked_too_and_force_overrides(ansible, kube, world, stand_in):
-    created = ansible.run("networkfence", fence_args(world, fence_state="Unfenced", cidrs=["198.51.100.12/32"]))
+def test_creating_an_unfenced_fence_holding_a_monitor_is_refused_too(ansible, kube, world, stand_in):
+    """Issue 17: an Unfenced fence with a monitor's CIDR is one patch away from cutting the monitor."""
+    refused = ansible.run("networkfence", fence_args(world, fence_state="Unfenced", cidrs=["198.51.100.12/32"]))
+    assert refused["_rc"] != 0 and refused.get("failed"), refused
+    assert ("NetworkFence %s would hold Ceph monitor address(es) 198.51.100.12" % world["fence"]) in refused["msg"]
+    assert "while Unfenced: one patch to Fenced would cut the monitor off" in refused["msg"]
+    assert "Nothing was changed" in refused["msg"] and not refused.get("changed")
+    assert kube.get(FENCES + "/" + world["fence"]) is None
+    # an Unfenced fence elsewhere is created; adding the monitor's CIDR to it is refused, nothing written
+    created = ansible.run("networkfence", fence_args(world, fence_state="Unfenced", cidrs=["198.51.100.16/28"]))
     assert created["_rc"] == 0 and created["changed"], created
+    before = kube.get(FENCES + "/" + world["fence"])
+    added = ansible.run("networkfence", {"name": world["fence"], "cidrs": ["198.51.100.16/28", "198.51.100.12/32"],
+                                         "monitor_configmaps": [world["configmap"]]})
+    assert added["_rc"] != 0 and "would hold Ceph monitor address(es) 198.51.100.12" in added["msg"], added
+    after = kube.get(FENCES + "/" + world["fence"])
+    assert after["spec"] == before["spec"] and after["metadata"]["resourceVersion"] == before["metadata"][
+        "resourceVersion"]
+
+
+def test_setting_an_unfenced_fence_fenced_is_checked_too_and_force_overrides(ansible, kube, world, stand_in):
+    created = ansible.run("networkfence", fence_args(world, fence_state="Unfenced", cidrs=["198.51.100.12/32"],
+                                                     force=True))
+    assert created["_rc"] == 0 and created["changed"], created
+    assert any("would hold Ceph monitor" in w and "(force=true)" in w for w in created["_warnings"])
     before = kube.get(FENCES + "/" + world["fence"])
     refused = ansible.run("networkfence", {"name": world["fence"], "fence_state": "Fenced",
                                            "monitor_configmaps": [world["configmap"]]})

@@ -236,3 +236,21 @@ def test_i5_attachment_kubelet_still_uses_is_never_deleted(ansible, kube, label,
     result = ansible.run("volumeattachment", {"name": name, "force": True, "force_grace": 0, "wait_timeout": 30})
     assert result["_rc"] == 0 and result["deleted"] == [name], result
     assert wait_until(lambda: kube.get(VAS + "/" + name) is None, 30)
+
+
+@pytest.mark.parametrize("module", ["volumeattachment", "volumeattachment_info"])
+def test_a_node_that_names_nothing_warns_a_gone_node_with_attachments_does_not(ansible, kube, world, module):
+    """Issue 17: node=<typo> (no such node, no attachment to it) warns loudly with the cluster's nodes
+    and selects nothing; a node deleted while its attachments stay is the usual stale case: no warning."""
+    before = kube.list(VAS, label_selector="volfence.io/test=" + world["label"])
+    typo = "vft-%s-zz" % world["label"]
+    result = ansible.run(module, {"node": typo, "wait_timeout": 10} if module == "volumeattachment" else {"node": typo})
+    assert result["_rc"] == 0 and not result["changed"] and result["volumeattachments"] == [], result
+    warning = [w for w in result["_warnings"] if "no node named %s and no VolumeAttachment to it" % typo in w]
+    assert warning and world["a"] in warning[0] and world["b"] in warning[0], result["_warnings"]
+    kube.delete("/api/v1/nodes/" + world["b"])
+    gone = ansible.run(module, {"node": world["b"]}, check=True)
+    assert gone["_rc"] == 0 and [v["name"] for v in gone["volumeattachments"]] == [world["va0"]], gone
+    assert "node_missing" in gone["volumeattachments"][0]["stale_reasons"]
+    assert not [w for w in gone["_warnings"] if "no node named" in w], gone["_warnings"]
+    assert kube.list(VAS, label_selector="volfence.io/test=" + world["label"]) == before

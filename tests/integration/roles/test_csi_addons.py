@@ -177,6 +177,8 @@ BAD_INPUT = [
     ({"csi_addons_image_registry": "quay.io/x:v1"}, "csi_addons_image_registry must be host[:port][/path]"),
     ({"csi_addons_sidecar": "helm"}, "csi_addons_sidecar"),
     ({"csi_addons_force": True}, "csi_addons_force only applies with csi_addons_remove_crds=true"),
+    ({"csi_addons_kubeconfig": "/nonexistent/kubeconfig"}, "csi_addons_kubeconfig: /nonexistent/kubeconfig does not exist"),
+    ({"csi_addons_kubeconfig": "/tmp"}, "csi_addons_kubeconfig: /tmp is a directory, not a kubeconfig file"),
 ]
 
 

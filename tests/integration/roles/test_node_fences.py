@@ -187,7 +187,11 @@ BAD_INPUT = [
     ({"node_fences_network_fence_class": "c", "node_fences_set": "a/b"}, "node_fences_set must be a label value"),
     ({"node_fences_network_fence_class": "c", "node_fences_extra_cidrs": {"a": "10.0.0.0/8"}}, "node_fences_extra_cidrs must map"),
     ({"node_fences_network_fence_class": "c", "node_fences_state": "gone"}, "node_fences_state"),
-    ({"node_fences_network_fence_class": "c", "node_fences_extra_cidrs": {"a": ["10.0.0.5/8"]}}, "has host bits set"),
+    ({"node_fences_network_fence_class": "c", "node_fences_extra_cidrs": {"a": ["10.0.0.5/8"]}}, "is ambiguous (host bits set)"),
+    ({"node_fences_network_fence_class": "c", "node_fences_kubeconfig": "/nonexistent/kubeconfig"},
+     "node_fences_kubeconfig: /nonexistent/kubeconfig does not exist"),
+    ({"node_fences_network_fence_class": "c", "node_fences_kubeconfig": "/tmp"},
+     "node_fences_kubeconfig: /tmp is a directory, not a kubeconfig file"),
 ]
 
 
@@ -200,3 +204,22 @@ def test_bad_input_changes_nothing(cluster, role):
     for (variables, message), refusal in zip(BAD_INPUT, refusals):
         assert refusal is not None and message in refusal, (variables, refusal)
     assert cluster.writes_since(seq) == []
+
+
+def test_a_fence_holding_a_ceph_monitor_fails_the_role_and_creates_nothing(cluster, role):
+    """Issue 17: node a's extra CIDR holds the monitor ceph-csi's ConfigMap lists; the one networkfence
+    call is refused (Unfenced is one patch away from Fenced) and no fence is created, not even node b's.
+    node_fences_monitor_configmaps: [] is the explicit way to turn the check off."""
+    cluster.store([node("a", [("InternalIP", "192.0.2.81")]), node("b", [("InternalIP", "192.0.2.82")]),
+                   {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "ceph-csi-config", "namespace": "default"},
+                    "data": {"config.json": '[{"clusterID": "c1", "monitors": ["192.0.2.90:6789"]}]'}}])
+    seq = cluster.last_seq()
+    run = role.run(node_fences_network_fence_class="rbd-fence", node_fences_extra_cidrs={"a": ["192.0.2.90/32"]})
+    assert run.failed and "would hold Ceph monitor address(es) 192.0.2.90" in run.msg, run.msg
+    assert "Nothing was changed" in run.msg
+    assert cluster.writes_since(seq) == [] and fences(cluster) == {}
+    off = role.run(node_fences_network_fence_class="rbd-fence", node_fences_extra_cidrs={"a": ["192.0.2.90/32"]},
+                   node_fences_monitor_configmaps=[])
+    assert not off.failed, off.msg
+    assert fences(cluster)["volfence-a"]["spec"]["cidrs"] == ["192.0.2.81/32", "192.0.2.90/32"]
