@@ -58,7 +58,7 @@ def test_diagnose_classifies_every_seed_and_writes_a_report(incidents, lab, lab_
     assert any("kubelet_lock_magic_node-b" in e for e in by_pod[incidents["seed-003"]["stuck_pod"]]["evidence"])
     assert data["cluster_version"].startswith("v1.")
     # The table names the playbook of each stuck pod.
-    table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | report"][0]["msg"]
+    table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | print the report"][0]["msg"]
     assert any("seed-000" in line and "failed_node=node-b" in line for line in table)
     # Read-only: the blocklist is as it was.
     assert blocklist_and_objects(lab) == before
@@ -106,7 +106,7 @@ def test_diagnose_reports_every_volume_of_a_dead_node_with_volumes_of_other_driv
         assert "node_failover cannot fence it and leaves it attached" in ebs["note"]
         assert "does not force-delete the pods using it" in volumes[state["nfs"]["pv"]]["note"]
         assert "cannot name the volume" in volumes[state["orphan"]["pv"]]["note"]
-        table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | report"][0]["msg"]
+        table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | print the report"][0]["msg"]
         assert any(line.startswith("node node-b (Ready=") for line in table)
         assert any(state["other"]["pv"] in line and "cannot fence it" in line for line in table)
         assert blocklist_and_objects(clean_lab) == before

@@ -206,7 +206,7 @@ def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(seed_000
         "default/" + p["metadata"]["name"] for p in kube.list("pods", "default", field_selector="spec.nodeName=node-b")
         if p["metadata"].get("deletionTimestamp"))
     # The debug report names each volume with what was done.
-    lines = [r for r in run.results("k8s-api") if r["_task"] == "Failover | report"][0]["msg"]
+    lines = [r for r in run.results("k8s-api") if r["_task"] == "Failover | print the report"][0]["msg"]
     text = "\n".join(lines)
     for name in (state["pv"], other["pv"], nfs["pv"], orphan["pv"]):
         assert name in text

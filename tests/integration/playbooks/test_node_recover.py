@@ -140,5 +140,5 @@ def test_mixed_node_recovers_and_reports_the_volumes_it_did_not_touch(mixed_fail
     assert gone["attachments"] == [orphan["volumeattachment"]] and "cannot name the volume" in gone["note"]
     assert kube.find("volumeattachments", other["volumeattachment"]) is not None
     assert kube.find("volumeattachments", orphan["volumeattachment"]) is not None
-    lines = [r for r in run.results("k8s-api") if r["_task"] == "Recover | report"][0]["msg"]
+    lines = [r for r in run.results("k8s-api") if r["_task"] == "Recover | print the report"][0]["msg"]
     assert any(other["pv"] in line and "neither fenced nor detached" in line for line in lines)
