@@ -54,6 +54,10 @@ def node_ready(kube, node):
     return [c for c in kube.get("nodes", node)["status"]["conditions"] if c["type"] == "Ready"][0]["status"] == "True"
 
 
+def out_of_service(kube, node):
+    return [t for t in kube.get("nodes", node)["spec"].get("taints") or [] if t["key"] == "node.kubernetes.io/out-of-service"]
+
+
 @pytest.fixture
 def seed_000(clean_lab, kube, incident):
     yield clean_lab, incident("seed-000"), kube
@@ -83,6 +87,16 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(seed_000, lab_inve
                              **stuck[0]["next"]["extra_vars"])
     assert answers["failed_node"] == "node-b" and answers["force"] == "false"
     extravars = dict(diagnose.artifacts, **dict(FAST, **answers))
+    # Job Type "Check" first (docs/awx.md): the report travels too, and nothing changes.
+    before = blocklist_entries(lab)
+    check = launch(str(tmp_path / "failover-check"), lab_inventory, "node_failover", extravars, job_type="check")
+    succeeded(check)
+    report = assert_report_travels(check, "volfence_node_failover_report", "Failover | print the report")
+    assert report["check_mode"] is True and report["fence_plan"]["fence"] == state["watchers"]
+    assert check.artifacts["volfence_node_failover_report"]["summary"][0].startswith("CHECK MODE: nothing was changed.")
+    assert blocklist_entries(lab) == before and kube.find("pods", state["old_pod"], "default") is not None
+    assert not out_of_service(kube, "node-b")
+
     failover = launch(str(tmp_path / "failover"), lab_inventory, "node_failover", extravars)
     succeeded(failover)
     report = assert_report_travels(failover, "volfence_node_failover_report", "Failover | print the report")
@@ -102,6 +116,7 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(seed_000, lab_inve
     assert state["watchers"][0] in blocklist_entries(lab)
     assert kube.find("pods", state["old_pod"], "default") is None
     assert kube.get("pods", state["stuck_pod"], "default")["status"]["phase"] == "Running"
+    assert out_of_service(kube, "node-b")
     assert failover.changed(), "the failover itself changed nothing?"
 
     # Re-launched with the same answers while the node is still down: nothing left to do.
@@ -117,16 +132,133 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(seed_000, lab_inve
     lab.lab("revive-node", "node-b")
     assert wait_until(lambda: node_ready(kube, "node-b"), timeout=15)
     answers = survey_answers("node_recover", node="node-b")
-    recover = launch(str(tmp_path / "recover"), lab_inventory, "node_recover", dict(FAST, **answers))
+    # (in the same workflow: the artifacts of both jobs before it come as extra variables too)
+    extravars = dict(diagnose.artifacts, **dict(failover.artifacts, **dict(FAST, **answers)))
+    recover = launch(str(tmp_path / "recover"), lab_inventory, "node_recover", extravars)
     succeeded(recover)
+    assert recover.changed()
     report = assert_report_travels(recover, "volfence_node_recover_report", "Recover | print the report")
     assert state["watchers"][0] in report["blocklist_removed"] and report["taint_removed"] is True
     assert state["watchers"][0] not in blocklist_entries(lab)
     node = kube.get("nodes", "node-b")
-    assert not any(t["key"] == "node.kubernetes.io/out-of-service" for t in node["spec"].get("taints", []))
+    assert not out_of_service(kube, "node-b")
     assert "volfence.csi/failover" not in (node["metadata"].get("annotations") or {})
 
-    again = launch(str(tmp_path / "recover-again"), lab_inventory, "node_recover", dict(FAST, **answers))
+    again = launch(str(tmp_path / "recover-again"), lab_inventory, "node_recover", extravars)
     assert_no_op(again)
     report = again.artifacts["volfence_node_recover_report"]["report"]
     assert report["blocklist_removed"] == [] and report["taint_removed"] is False
+
+
+def test_networkfence_failover_as_an_awx_job_and_relaunch(seed_000, lab_inventory, tmp_path):
+    """fence_method networkfence: the NetworkFence is created Fenced and the node records it; the
+    re-launch finds the fence Fenced and the record as it was, and changes nothing."""
+    lab, state, kube = seed_000
+    answers = survey_answers("node_failover", failed_node="node-b", fence_method="networkfence", lease_grace_seconds=3)
+    # the driver's secret and cluster ID are the template's extra variables: fixed per cluster
+    extravars = dict(FAST, networkfence_secret={"name": "csi-rbd-secret", "namespace": "ceph-csi"},
+                     networkfence_cluster_id="lab", **answers)
+    job = launch(str(tmp_path / "failover"), lab_inventory, "node_failover", extravars)
+    succeeded(job)
+    assert job.changed()
+    report = assert_report_travels(job, "volfence_node_failover_report", "Failover | print the report")
+    assert report["networkfences"] == ["volfence-node-b"] and report["pods_force_deleted"] == [state["old_pod"]]
+    assert kube.get("networkfences", "volfence-node-b")["status"]["result"] == "Succeeded"
+    marker = kube.get("nodes", "node-b")["metadata"]["annotations"]["volfence.csi/failover"]
+
+    again = launch(str(tmp_path / "failover-again"), lab_inventory, "node_failover", extravars)
+    assert_no_op(again)
+    report = again.artifacts["volfence_node_failover_report"]["report"]
+    assert report["networkfences"] == ["volfence-node-b"] and report["pods_force_deleted"] == []
+    assert kube.get("nodes", "node-b")["metadata"]["annotations"]["volfence.csi/failover"] == marker
+
+
+def node_down(kube, node):
+    return not node_ready(kube, node)
+
+
+def rbd_locks(lab, image):
+    return json.loads(lab.rbd("lock", "ls", image, "--format", "json"))
+
+
+def test_rbd_lock_cleanup_as_an_awx_job_and_relaunch(clean_lab, kube, incident, lab_inventory, tmp_path):
+    """seed-003: node-b died holding an in-tree lock; the job fences the locker and breaks the lock,
+    and its re-launch follows the pod it replaced and does nothing."""
+    lab, state = clean_lab, incident("seed-003")
+    lab.lab("kill-node", "node-b")
+    assert wait_until(lambda: node_down(kube, "node-b"), timeout=30)
+    answers = survey_answers("rbd_lock_cleanup", pod_namespace="default", pod_name=state["stuck_pod"])
+    extravars = dict(FAST, lease_grace_seconds=3, **answers)
+    job = launch(str(tmp_path / "cleanup"), lab_inventory, "rbd_lock_cleanup", extravars)
+    succeeded(job)
+    assert job.changed()
+    report = assert_report_travels(job, "volfence_rbd_lock_cleanup_report", "Lock cleanup | print the report")
+    assert [l["id"] for l in report["stale_locks"]] == ["kubelet_lock_magic_node-b"]
+    assert [b["entry"] for b in report["blocklisted"]] == [state["locker_address"]]
+    assert report["pod_restarted"] is True
+    assert state["locker_address"] in blocklist_entries(lab)
+    running = wait_until(lambda: [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
+                                  if p["status"].get("phase") == "Running"], timeout=30)
+    assert len(running) == 1 and running[0]["metadata"]["name"] != state["stuck_pod"]
+
+    locks, blocklist = rbd_locks(lab, state["image"]), blocklist_entries(lab)
+    again = launch(str(tmp_path / "cleanup-again"), lab_inventory, "rbd_lock_cleanup", extravars)
+    assert_no_op(again)
+    report = again.artifacts["volfence_rbd_lock_cleanup_report"]["report"]
+    assert report["pod"]["requested"] == state["stuck_pod"] and report["pod"]["replaced"] is True
+    assert report["pod"]["name"] == running[0]["metadata"]["name"]
+    assert report["stale_locks"] == [] and report["pod_restarted"] is False
+    assert rbd_locks(lab, state["image"]) == locks and blocklist_entries(lab) == blocklist
+
+
+def test_volumeattachment_cleanup_as_an_awx_job_and_relaunch(kube, incident, lab_inventory, tmp_path):
+    """seed-001: a stale VolumeAttachment keeps the volume from attaching; the job removes it and
+    restarts the pod, and its re-launch follows the pod it replaced and does nothing."""
+    state = incident("seed-001")
+    # the lab runs no csi-unity attacher that would drop the attachment's finalizer
+    answers = survey_answers("volumeattachment_cleanup", pod_namespace="default", pod_name=state["stuck_pod"],
+                             force_detach="true")
+    extravars = dict(FAST, not_ready_grace=5, force_detach_grace=0, **answers)
+    job = launch(str(tmp_path / "cleanup"), lab_inventory, "volumeattachment_cleanup", extravars)
+    succeeded(job)
+    assert job.changed()
+    report = assert_report_travels(job, "volfence_va_cleanup_report", "VolumeAttachment cleanup | print the report")
+    assert [va["name"] for va in report["stale"]] == [state["volumeattachment"]]
+    assert report["pod_restarted"] is True
+    assert kube.find("volumeattachments", state["volumeattachment"]) is None
+    running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
+               if p["status"].get("phase") == "Running"]
+    assert len(running) == 1 and running[0]["metadata"]["name"] != state["stuck_pod"]
+
+    attachments = sorted(va["metadata"]["name"] for va in kube.list("volumeattachments"))
+    again = launch(str(tmp_path / "cleanup-again"), lab_inventory, "volumeattachment_cleanup", extravars)
+    assert_no_op(again)
+    report = again.artifacts["volfence_va_cleanup_report"]["report"]
+    assert report["pod"]["replaced"] is True and report["pod"]["name"] == running[0]["metadata"]["name"]
+    assert report["stale"] == [] and report["pod_restarted"] is False
+    assert sorted(va["metadata"]["name"] for va in kube.list("volumeattachments")) == attachments
+
+
+def test_fuse_mount_recovery_as_an_awx_job_and_relaunch(kube, incident, lab_inventory, tmp_path):
+    """seed-002: a FUSE CSI plugin restarted under a pod; the job unmounts the dead mount and restarts
+    the pod, and its re-launch finds nothing dead and does nothing."""
+    state = incident("seed-002")
+    answers = survey_answers("fuse_mount_recovery", target_nodes=state["node"], fuse_drivers=state["driver"])
+    extravars = dict(FAST, **answers)
+    job = launch(str(tmp_path / "recovery"), lab_inventory, "fuse_mount_recovery", extravars)
+    succeeded(job)
+    assert job.changed()
+    report = assert_report_travels(job, "volfence_fuse_recovery_report", "FUSE recovery | print the report")
+    assert state["mount"] in [m["path"] for m in report["nodes"][state["node"]]["unmounted"]]
+    assert state["pod"] in report["restarted"]
+    assert kube.find("pods", state["pod"], "default") is None
+    running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
+               if p["status"].get("phase") == "Running"]
+    assert len(running) == 1 and running[0]["metadata"]["uid"] != state["pod_uid"]
+    new_mount = state["mount"].replace(state["pod_uid"], running[0]["metadata"]["uid"])
+    assert wait_until(lambda: os.path.isdir(new_mount) and os.listdir(new_mount) is not None)
+
+    again = launch(str(tmp_path / "recovery-again"), lab_inventory, "fuse_mount_recovery", extravars)
+    assert_no_op(again)
+    report = again.artifacts["volfence_fuse_recovery_report"]["report"]
+    assert report["restarted"] == [] and report["nodes"][state["node"]]["unmounted"] == []
