@@ -193,7 +193,7 @@ def test_rbd_lock_cleanup_as_an_awx_job_and_relaunch(clean_lab, kube, incident, 
     succeeded(job)
     assert job.changed()
     report = assert_report_travels(job, "volfence_rbd_lock_cleanup_report", "Lock cleanup | print the report")
-    assert [l["id"] for l in report["stale_locks"]] == ["kubelet_lock_magic_node-b"]
+    assert [lock["id"] for lock in report["stale_locks"]] == ["kubelet_lock_magic_node-b"]
     assert [b["entry"] for b in report["blocklisted"]] == [state["locker_address"]]
     assert report["pod_restarted"] is True
     assert state["locker_address"] in blocklist_entries(lab)
