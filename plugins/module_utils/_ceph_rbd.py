@@ -236,8 +236,8 @@ def unmatched_locks_warning(spec, lock_filter, described):
     """The warning when `state: absent` selects no lock of `spec` at all (protected ones count as
     selected), else None. Nothing found is a normal answer there (a re-run after the lock was
     broken finds it gone), so the module warns instead of failing; the warning names the image,
-    what was asked for, the locks the image has and, for a lock id or locker close to an existing
-    one, a "did you mean"."""
+    what was asked for, the locks the image has and, for a lock id close to an existing one (and
+    matching none), a "did you mean"."""
     if any(lock_filter.match(lock) for lock in described):
         return None
     asked = []
