@@ -1,4 +1,7 @@
 """The one parser of user-given addresses and CIDRs (issue 17): messages in the user's words."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
 
 import ipaddress
 
