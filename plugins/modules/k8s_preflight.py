@@ -124,12 +124,11 @@ pods:
       type: str
 '''
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     K8sError, check_requirements, connect, k8s_argument_spec, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import replacement_pods
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 
 
 def _some(names, limit=8):
@@ -143,7 +142,7 @@ def _ready(node):
 
 
 def main():
-    module = AnsibleModule(
+    module = VolfenceModule(
         argument_spec=k8s_argument_spec(
             nodes=dict(type='list', elements='str', default=[]),
             pods=dict(type='list', elements='dict', default=[],
