@@ -157,7 +157,7 @@ def test_refuses_unsafe_fences_and_changes_nothing(clean_lab, lab_inventory, bac
     before = blocklist(lab)
     args = {"monitor": dict(addresses=[lab.nodes["node-b"], lab.env["CEPH_MON_HOST"]]),
             "monitor-cidr": dict(cidrs=[net + ".0/24"]),
-            "internet": dict(cidrs=["0.0.0.0/0"], max_addresses=2 ** 40),
+            "internet": dict(cidrs=["0.0.0.0/0"], max_addresses=2 ** 32),  # its largest value: /0 is refused whatever it says
             "too-big": dict(cidrs=["10.231.0.0/16"])}[case]
     result = run_module(lab_inventory, host, "volfence.csi.ceph_blocklist", ceph_args(lab, name, **args))
     assert refused_or_failed(result), result
@@ -166,10 +166,10 @@ def test_refuses_unsafe_fences_and_changes_nothing(clean_lab, lab_inventory, bac
 
 
 BAD_INPUT = [
-    ("ceph_blocklist", dict(addresses=["10.0.0.300"]), "not a valid"),
+    ("ceph_blocklist", dict(addresses=["10.0.0.300"]), "'10.0.0.300' is not an IP address"),
     ("ceph_blocklist", dict(addresses=["10.0.0.5/24"]), "ambiguous"),
     ("ceph_blocklist", dict(cidrs=["10.0.0.5/24"]), "host bits set"),
-    ("ceph_blocklist", dict(cidrs=["10.0.0.0/40"]), "not a valid"),
+    ("ceph_blocklist", dict(cidrs=["10.0.0.0/40"]), "not a CIDR (prefix length 40 is out of range for IPv4"),
     ("ceph_blocklist", dict(addresses=["10.0.0.1"], backend="librados"), "auto, rados, cli"),
     ("ceph_blocklist", dict(addresses=["10.0.0.1"], keyring="/nonexistent/keyring"), "does not exist"),
     ("rbd_watchers", dict(pool="volfence-no-such-pool", image="x"), "does not exist"),
@@ -221,7 +221,7 @@ def test_ipv6_and_nonce_entries(clean_lab, lab_inventory, backend):
                                      "cidr:[fd00:231::100]:0/120"])
     removed = run_module(lab_inventory, host, "volfence.csi.ceph_blocklist",
                          ceph_args(lab, name, state="absent", addresses=[subnet(lab) + ".77", "fd00:231::6"],
-                                   cidrs=["fd00:231::/64"]))
+                                   cidrs=["fd00:231::/64"], force=True))  # a range wider than max_addresses
     # fd00:231::/64 covers the /120 range and fd00:231::5 too: nothing is left
     assert removed["changed"] and len(removed["actions"]) == 4 and blocklist(lab) == []
 
