@@ -45,9 +45,9 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
-        playbook = self._task.args.get('playbook')
-        if not isinstance(playbook, str):
-            raise AnsibleError('playbook_inputs needs playbook=<name of the playbook>')
+        # the module's own argument, validated as any module's ("missing required arguments: playbook")
+        validation, args = self.validate_argument_spec(argument_spec=dict(playbook=dict(type='str', required=True)))
+        playbook = args['playbook']
         entry = self._spec(playbook)
         groups = task_vars.get('groups') or {}
         hostvars = task_vars.get('hostvars') or {}
