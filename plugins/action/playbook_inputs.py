@@ -46,7 +46,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         # the module's own argument, validated as any module's ("missing required arguments: playbook")
-        validation, args = self.validate_argument_spec(argument_spec=dict(playbook=dict(type='str', required=True)))
+        args = self.validate_argument_spec(argument_spec=dict(playbook=dict(type='str', required=True)))[1]
         playbook = args['playbook']
         entry = self._spec(playbook)
         groups = task_vars.get('groups') or {}
