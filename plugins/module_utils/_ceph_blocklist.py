@@ -100,17 +100,36 @@ def parse_entry(text, until=None):
 def parse_blocklist_docs(docs):
     """Entries from the JSON documents `osd blocklist ls --format json` printed.
 
-    Returns (entries, has_ranges): Pacific 16.2.8+ and later print a second array of range
-    entries ({"range": "10.231.3.0:0/24", "until": ...}); older clusters print one array, which
-    is also how this collection detects that `osd blocklist range add` is not available.
+    Returns (entries, has_ranges). Three shapes exist:
+
+    * before Pacific 16.2.8: one array of address entries ([{"addr": ..., "until": ...}]);
+    * Pacific 16.2.8 to Tentacle: two arrays back to back, addresses then ranges
+      ({"range": "10.231.3.0:0/24", "until": ...}), which json.loads() cannot read as one;
+    * monitors with ceph/ceph#65681 ("mon: Fix json format for osd blocklist ls"): one object
+      holding both arrays, {"blocklist": [...], "range_blocklist": [...]} (the section names the
+      two arrays always had, now keys of one object; go-ceph#1335 reads it so).
+
+    A cluster lists range entries, and so supports `osd blocklist range add`, when it prints the
+    second array or the range_blocklist key: that is how this collection detects it.
     """
     if not docs:
         return [], False
     entries = []
+    lists, has_ranges = [], len(docs) >= 2
     for doc in docs:
-        if not isinstance(doc, list):
-            raise CephParseError('unexpected blocklist output from Ceph: %r' % (doc,))
-        for item in doc:
+        if isinstance(doc, dict):
+            known = [key for key in ('blocklist', 'blacklist', 'range_blocklist', 'range_blacklist') if key in doc]
+            if not known:
+                raise CephParseError('unexpected blocklist output from Ceph: %r' % (doc,))
+            for key in known:
+                lists.append(doc[key])
+            has_ranges = has_ranges or any(key.startswith('range_') for key in known)
+        else:
+            lists.append(doc)
+    for items in lists:
+        if not isinstance(items, list):
+            raise CephParseError('unexpected blocklist output from Ceph: %r' % (items,))
+        for item in items:
             if not isinstance(item, dict):
                 raise CephParseError('unexpected blocklist item from Ceph: %r' % (item,))
             if 'range' in item:
@@ -120,7 +139,7 @@ def parse_blocklist_docs(docs):
                 entries.append(parse_entry(item['addr'], item.get('until')))
             else:
                 raise CephParseError('unexpected blocklist item from Ceph: %r' % (item,))
-    return entries, len(docs) >= 2
+    return entries, has_ranges
 
 
 _PLAIN_LINE = re.compile(r'^(\S+)\s+(\S+)$')

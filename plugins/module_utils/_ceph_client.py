@@ -41,6 +41,14 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     errno_name,
     stderr_summary,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_versions import (
+    bindings_client_version,
+    client_info,
+    cluster_info,
+    find_key,
+    keyring_candidates,
+    unreadable_key_message,
+)
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_CALL_TIMEOUT, check_range
 
 DEFAULT_WORKERS = 64
@@ -102,7 +110,11 @@ def blocklist_change_command(naming, op, target, expire=None, is_range=False):
     if expire is not None and op == 'add':
         expire = check_expire(expire)
         argv.append(_number(expire))
-        cmd['expire'] = expire
+        # The monitors declare expire a CephFloat: a JSON integer is refused ("bad or missing field
+        # 'expire'", EINVAL, seen on the lab's 16.2.15 with 120 against 120.0); a float is taken by
+        # every release (16, 18, 20, tried on the lab; go-ceph sends a float64 too). The CLI parses
+        # its word itself, so there a plain '3600' is fine.
+        cmd['expire'] = float(expire)
     return MonCommand(argv, cmd)
 
 
@@ -221,7 +233,21 @@ def connect(params, module_tmpdir=None):
     else:
         client = CliBackend(settings, module_tmpdir)
     client.connect()
+    # Read once, right after connecting, so that every result (a failure later on too) can say
+    # which releases were at work; see versions().
+    client.known_versions = client.versions()
     return client
+
+
+def failure_kwargs(exc, client):
+    """fail_json() keyword arguments for a CephError: its own (msg, cmd, rc, ...), the backend,
+    and `versions` (from the error when connecting failed, else as read after connecting)."""
+    kwargs = exc.fail_kwargs()
+    kwargs['backend'] = client.name if client is not None else (
+        ((exc.versions or {}).get('client') or {}).get('backend'))
+    if 'versions' not in kwargs and client is not None and client.known_versions is not None:
+        kwargs['versions'] = client.known_versions
+    return kwargs
 
 
 class _Base(object):
@@ -231,6 +257,8 @@ class _Base(object):
         self.settings = settings
         self.timeout = settings.timeout
         self._tmp_keyring = None
+        self._client_version = None
+        self.known_versions = None
         self.keyring = settings.keyring
         if settings.key:
             handle, path = tempfile.mkstemp(prefix='volfence-ceph-', suffix='.keyring', dir=tmpdir)
@@ -270,6 +298,56 @@ class _Base(object):
 
     def mon_many(self, commands, workers=DEFAULT_WORKERS):
         return self.run_parallel(self.mon, commands, workers)
+
+    # ------------------------------------------------------------------ versions (issue 12)
+
+    def client_version(self):
+        """versions.client: the backend and the Ceph release of its library or CLI (cached)."""
+        if self._client_version is None:
+            self._client_version = self._read_client_version()
+        return self._client_version
+
+    def cluster_version(self):
+        """versions.cluster, from the `versions` mon command (every daemon), else `version` (the
+        monitor that answers; a user whose caps refuse `versions` may still be allowed that).
+        Never raises: what went wrong is its `error`."""
+        errors = []
+        for kind in ('versions', 'version'):
+            command = dump_command(kind)
+            try:
+                doc = self.mon_json(command)
+            except CephConnectionError:
+                raise  # not connected at all (the CLI connects here first): the module fails with it
+            except CephError as exc:
+                errors.append('%s: %s' % (command.describe(), exc.msg))
+                if exc.rc is not None and abs(int(exc.rc)) == errno.ETIMEDOUT:
+                    break  # a second command would only wait as long again
+                continue
+            info = cluster_info(doc, None) if kind == 'versions' else cluster_info(None, doc)
+            if info['version']:
+                return info
+            errors.append('%s: %s' % (command.describe(), info['error']))
+        return cluster_info(error='; '.join(errors))
+
+    def versions(self):
+        """{'client': ..., 'cluster': ...}: what the modules return as `versions`."""
+        return dict(client=self.client_version(), cluster=self.cluster_version())
+
+    def key_problem(self):
+        """The message for a key this client cannot read (an aes256k key and a client older
+        than 19.2.6/20.2.4), or None. Read from the key option or the keyring the client uses;
+        with a command_prefix the keyring paths name the container's files, so only the key
+        option is looked at."""
+        s = self.settings
+        if s.command_prefix and not s.key:
+            return None
+        paths = [] if s.key else keyring_candidates(s.cluster, s.entity, self.keyring, s.conf)
+        where, key = find_key(s.entity, paths, s.key)
+        return unreadable_key_message(s.entity, where, key, self.client_version(), bool(s.command_prefix))
+
+    def connect_versions(self, error):
+        """`versions` for a connect failure: the client's, and the cluster's unknown (with why)."""
+        return dict(client=self.client_version(), cluster=cluster_info(error='not connected: %s' % error))
 
     def mon_json(self, command, what=None):
         from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
@@ -319,13 +397,18 @@ class RadosBackend(_Base):
             self.cluster = None
             code = getattr(exc, 'errno', None)
             hint = _connect_hint(code, s)
-            raise CephConnectionError('could not %s within %ss: %s%s' % (what, s.timeout, exc, hint),
+            problem = self.key_problem()
+            raise CephConnectionError(problem or 'could not %s within %ss: %s%s' % (what, s.timeout, exc, hint),
                                       cmd='rados.Rados(%s).connect(timeout=%d)' % (
                                           ', '.join('%s=%r' % kv for kv in sorted(
                                               dict(clustername=s.cluster, rados_id=s.user, conffile=conffile,
                                                    conf=dict((k, v) for k, v in conf.items())).items())),
                                           s.timeout),
-                                      rc=code, stdout='', stderr=str(exc))
+                                      rc=code, stdout='', stderr=str(exc), versions=self.connect_versions(exc))
+
+    def _read_client_version(self):
+        text, error = bindings_client_version()
+        return client_info(self.name, text, error)
 
     def close(self):
         for ioctx in self._ioctx.values():
@@ -477,6 +560,16 @@ class CliBackend(_Base):
     def client_address(self):
         return None
 
+    def _read_client_version(self):
+        """`ceph --version` through the same prefix: the release of the tools that do the work
+        (in a cephadm or Rook container, the container's)."""
+        argv = list(self.settings.command_prefix) + ['ceph', '--version']
+        rc, out, err = self.runner(argv, self.timeout + self.grace)
+        if rc != 0:
+            return client_info(self.name, error='%s failed (rc=%d): %s' % (
+                ' '.join(shlex.quote(a) for a in argv), rc, stderr_summary(err) or stderr_summary(out) or 'no output'))
+        return client_info(self.name, out.strip())
+
     def base(self, tool):
         s = self.settings
         argv = list(s.command_prefix) + [tool, '--cluster', s.cluster, '--id', s.user]
@@ -509,6 +602,11 @@ class CliBackend(_Base):
                     ' at %s' % self.settings.mon_host if self.settings.mon_host else '')
             elif rc == errno.ENOENT and ('error opening' in err):
                 error_class = CephNotFoundError
+            if _looks_like_connect_failure(rc, err):
+                problem = self.key_problem()
+                if problem:
+                    raise CephConnectionError(problem, cmd=argv, rc=rc, stdout=out, stderr=err,
+                                              versions=self.connect_versions(summary))
             raise error_class('%s failed (rc=%d%s): %s' % (
                 what or ' '.join(shlex.quote(a) for a in argv), rc,
                 (' ' + errno_name(rc)) if rc > 1 and errno_name(rc) else '', summary),
@@ -592,6 +690,17 @@ def parse_lock_header(text):
         return None, None
     tag = _LOCK_TAG.search(text)
     return header.group(2) == 'exclusive', (tag.group(1).strip() if tag else '')
+
+
+# What the tools print when they cannot connect at all (an unreadable keyring among the causes):
+# `ceph` "[errno 5] RADOS I/O error (error connecting to the cluster)" (rc 1), `rbd` "rbd: couldn't
+# connect to the cluster!" (rc 5), both after "auth: failed to load <keyring>: (5) Input/output error".
+_CONNECT_FAILURE_MARKERS = ('error connecting to the cluster', "couldn't connect to the cluster",
+                            'failed to load', 'keyring not found')
+
+
+def _looks_like_connect_failure(rc, err):
+    return rc not in (0, -1) and any(marker in (err or '') for marker in _CONNECT_FAILURE_MARKERS)
 
 
 def _last_line(text):

@@ -101,18 +101,19 @@ def check_expire(value, what='expire'):
 class CephError(Exception):
     """A Ceph operation failed. Carries the command and its full output for the user."""
 
-    def __init__(self, msg, cmd=None, rc=None, stdout=None, stderr=None):
+    def __init__(self, msg, cmd=None, rc=None, stdout=None, stderr=None, versions=None):
         super(CephError, self).__init__(msg)
         self.msg = msg
         self.cmd = cmd
         self.rc = rc
         self.stdout = stdout
         self.stderr = stderr
+        self.versions = versions  # the client's and cluster's Ceph releases, when known (issue 12)
 
     def fail_kwargs(self):
         """Keyword arguments for AnsibleModule.fail_json()."""
         out = dict(msg=self.msg)
-        for name in ('cmd', 'rc', 'stdout', 'stderr'):
+        for name in ('cmd', 'rc', 'stdout', 'stderr', 'versions'):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value

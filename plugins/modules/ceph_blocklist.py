@@ -263,11 +263,33 @@ diff:
   returned: when diff mode is on
   type: dict
   sample: {before: {blocklist: []}, after: {blocklist: ["10.0.3.12:0/0"]}}
+versions:
+  description:
+    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
+      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
+    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
+      has no version and its C(error) says why.
+  returned: on success; on failure when a connection was tried
+  type: dict
+  contains:
+    client:
+      description:
+        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
+          are its Ceph release (null with C(error) when it could not be read).
+      type: dict
+      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
+    cluster:
+      description:
+        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
+          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
+          what went wrong reading them (null otherwise).
+      type: dict
+      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 '''
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, failure_kwargs
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     CephError,
@@ -321,10 +343,11 @@ def main():
             module.warn(warning)
         details = _public(exc.result)
         details.update(exc.fail_kwargs())
+        details.setdefault('versions', client.known_versions)
         module.fail_json(backend=client.name, blocklist=exc.result['after'], changed=exc.result['changed'],
                          **details)
     except CephError as exc:
-        module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
+        module.fail_json(**failure_kwargs(exc, client))
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     finally:
@@ -334,7 +357,8 @@ def main():
     for warning in result['warnings']:
         module.warn(warning)
     output = _public(result)
-    output.update(backend=client.name, blocklist=result['after'], changed=result['changed'])
+    output.update(backend=client.name, blocklist=result['after'], changed=result['changed'],
+                  versions=client.known_versions)
     if module._diff:
         output['diff'] = dict(before=dict(blocklist=result['before']), after=dict(blocklist=result['after']))
     module.exit_json(**output)

@@ -132,6 +132,28 @@ backend:
   returned: always
   type: str
   sample: rados
+versions:
+  description:
+    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
+      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
+    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
+      has no version and its C(error) says why.
+  returned: on success; on failure when a connection was tried
+  type: dict
+  contains:
+    client:
+      description:
+        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
+          are its Ceph release (null with C(error) when it could not be read).
+      type: dict
+      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
+    cluster:
+      description:
+        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
+          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
+          what went wrong reading them (null otherwise).
+      type: dict
+      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 '''
 
 
@@ -141,7 +163,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist impor
     entry_matches,
     sorted_entries,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, failure_kwargs
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
@@ -167,7 +189,7 @@ def main():
         client = connect(module.params, module.tmpdir)
         state = read_blocklist(client)
     except CephError as exc:
-        module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
+        module.fail_json(**failure_kwargs(exc, client))
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     finally:
@@ -179,7 +201,7 @@ def main():
         entries = [e for e in entries if entry_matches(e, matcher)]
     module.exit_json(changed=False, entries=[entry_info(e, now) for e in entries], count=len(entries),
                      total=len(state.entries), range_supported=state.range_supported, naming=state.naming,
-                     backend=client.name)
+                     backend=client.name, versions=client.known_versions)
 
 
 if __name__ == '__main__':

@@ -276,13 +276,35 @@ backend:
   returned: always
   type: str
   sample: rados
+versions:
+  description:
+    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
+      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
+    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
+      has no version and its C(error) says why.
+  returned: on success; on failure when a connection was tried
+  type: dict
+  contains:
+    client:
+      description:
+        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
+          are its Ceph release (null with C(error) when it could not be read).
+      type: dict
+      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
+    cluster:
+      description:
+        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
+          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
+          what went wrong reading them (null otherwise).
+      type: dict
+      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 '''
 
 import errno
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, image_spec
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, failure_kwargs, image_spec
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
@@ -380,6 +402,7 @@ def main():
     try:
         client = connect(p, module.tmpdir)
         output['backend'] = client.name
+        output['versions'] = client.known_versions
         locks = describe_locks(client.image_locks(spec), node_map)
         output['locks'] = locks
         if p['query_lock_owners']:
@@ -409,8 +432,7 @@ def main():
         module.fail_json(**output)
     except CephError as exc:
         # whatever was done before (changed, lists) stays in the report (I7)
-        output['backend'] = client.name if client else None
-        output.update(exc.fail_kwargs())
+        output.update(failure_kwargs(exc, client))
         module.fail_json(**output)
     except ValueError as exc:
         module.fail_json(msg=str(exc))

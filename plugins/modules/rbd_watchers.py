@@ -224,6 +224,28 @@ backend:
   returned: always
   type: str
   sample: rados
+versions:
+  description:
+    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
+      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
+    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
+      has no version and its C(error) says why.
+  returned: on success; on failure when a connection was tried
+  type: dict
+  contains:
+    client:
+      description:
+        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
+          are its Ceph release (null with C(error) when it could not be read).
+      type: dict
+      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
+    cluster:
+      description:
+        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
+          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
+          what went wrong reading them (null otherwise).
+      type: dict
+      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 '''
 
 
@@ -232,6 +254,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PA
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
     connect,
+    failure_kwargs,
     image_spec,
     parse_image_spec,
 )
@@ -284,7 +307,7 @@ def main():
         client = connect(p, module.tmpdir)
         inspected = client.inspect_images(specs, metadata=p['metadata'], workers=p['parallel'])
     except CephError as exc:
-        module.fail_json(backend=client.name if client else None, **exc.fail_kwargs())
+        module.fail_json(**failure_kwargs(exc, client))
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     finally:
@@ -305,14 +328,16 @@ def main():
         spec, first = errors[0]
         kwargs = first.fail_kwargs()
         kwargs['msg'] = 'could not read %d of %d image(s), first %s: %s' % (len(errors), len(specs), spec, first.msg)
+        kwargs.setdefault('versions', client.known_versions)
         module.fail_json(backend=client.name, images=reports, missing=missing, failed_images=failed_images,
                          **kwargs)
     if missing and not p['ignore_missing']:
         module.fail_json(msg='%d image(s) not found: %s' % (len(missing), '; '.join(m['error'] for m in missing)),
-                         missing=missing, failed_images=failed_images, images=reports, backend=client.name)
+                         missing=missing, failed_images=failed_images, images=reports, backend=client.name,
+                         versions=client.known_versions)
     module.exit_json(changed=False, images=reports, in_use=any(r['in_use'] for r in reports),
                      watchers_total=sum(len(r['watchers']) for r in reports), missing=missing,
-                     failed_images=failed_images, backend=client.name)
+                     failed_images=failed_images, backend=client.name, versions=client.known_versions)
 
 
 if __name__ == '__main__':

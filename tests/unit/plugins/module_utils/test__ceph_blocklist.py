@@ -100,6 +100,31 @@ def test_one_array_means_no_range_support():
     assert parse_blocklist_docs([]) == ([], False)
 
 
+def test_one_object_shape_of_newer_monitors_parses_the_same():
+    # ceph/ceph#65681: the two arrays of the real capture, as keys of one object.
+    addresses, ranges = json_documents(fixture('blocklist_ls.json'))
+    text = json.dumps({'blocklist': addresses, 'range_blocklist': ranges})
+    entries, has_ranges = parse_blocklist_docs(json_documents(text))
+    expected, expected_ranges = current()
+    assert has_ranges and expected_ranges
+    assert [e.entry for e in entries] == [e.entry for e in expected]
+    assert [e.until for e in entries] == [e.until for e in expected]
+    # Empty lists in the new shape: ranges are supported, nothing is listed.
+    assert parse_blocklist_docs(json_documents('{"blocklist":[],"range_blocklist":[]}')) == ([], True)
+    # Without the range key (a monitor that knows no ranges): addresses only.
+    entries, has_ranges = parse_blocklist_docs([{'blocklist': addresses}])
+    assert not has_ranges and len(entries) == len(addresses)
+
+
+def test_one_object_shape_with_unexpected_content_is_a_parse_error():
+    with pytest.raises(CephParseError, match='unexpected blocklist output'):
+        parse_blocklist_docs([{'entries': []}])
+    with pytest.raises(CephParseError, match='unexpected blocklist output'):
+        parse_blocklist_docs([{'blocklist': {'addr': '10.0.0.1:0/0'}}])
+    with pytest.raises(CephParseError, match='unexpected blocklist item'):
+        parse_blocklist_docs([{'blocklist': [{'until': 'x'}], 'range_blocklist': []}])
+
+
 def test_range_with_host_bits_keeps_cephs_base_for_removal():
     entry = parse_entry('cidr:10.231.41.5:0/24')
     assert str(entry.network) == '10.231.41.0/24'

@@ -81,6 +81,9 @@ def test_blocklist_commands_in_both_forms():
     rng = blocklist_change_command('blocklist', 'add', '10.0.3.0/24', 1.5, True)
     assert rng.argv == ['osd', 'blocklist', 'range', 'add', '10.0.3.0/24', '1.5']
     assert rng.json['range'] == 'range' and rng.json['expire'] == 1.5
+    # The monitors refuse an integer expire in JSON (EINVAL): it is always sent as a float.
+    assert isinstance(add.json['expire'], float) and json.dumps(add.json['expire']) == '3600.0'
+    assert isinstance(blocklist_change_command('blocklist', 'add', '10.0.0.1:0/0', '60', False).json['expire'], float)
     rm = blocklist_change_command('blacklist', 'rm', '10.0.0.1:0/0', 3600, False)
     assert rm.argv == ['osd', 'blacklist', 'rm', '10.0.0.1:0/0']
     assert rm.json == {'prefix': 'osd blacklist', 'blacklistop': 'rm', 'addr': '10.0.0.1:0/0', 'format': 'json'}
