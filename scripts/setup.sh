@@ -16,6 +16,9 @@
 #      VOLFENCE_PYTHON=/path/to/python overrides), recreated only if missing/broken.
 #      `pip install -r requirements-test.txt` runs only when the requirement files
 #      (or the interpreter) changed: a sha256 stamp is kept in .venv/.volfence-requirements.sha256.
+#   2b. The Debian roots of the newer Ceph releases the lab runs (Tentacle 20.2 from forky,
+#      Reef 18.2 from trixie; tests/lab/ceph_releases.py), built with mmdebstrap once into
+#      ~/.cache/volfence/ceph-roots (VOLFENCE_CEPH_ROOTS) and rebuilt only when incomplete.
 #   3. ansible-test's pip bootstrap: ansible-test downloads get-pip.py from a host
 #      that is unreachable here, unless ~/.ansible/test/cache/get_pip_<ver>.py exists.
 #      scripts/get_pip_offline.py is copied there under every pip version pinned by
@@ -36,8 +39,9 @@ PIP_CACHE_DIR_ANSIBLE_TEST="${HOME}/.ansible/test/cache"
 #   bindfs:       a real FUSE filesystem for the seed 002 (FUSE mount recovery) tests
 #   shellcheck: without it ansible-test skips its "shellcheck" sanity test
 #   git:          ansible_test.sh lists files with git
+#   mmdebstrap:   builds the Debian roots of Ceph 20 and 18 (step 2b)
 APT_PACKAGES=(ceph-mon ceph-osd ceph-mgr ceph-common python3-rados python3-rbd iproute2
-              python3-pytest fuse3 bindfs python3-venv shellcheck git)
+              python3-pytest fuse3 bindfs python3-venv shellcheck git mmdebstrap)
 
 LOG="$(mktemp "${TMPDIR:-/tmp}/volfence-setup.XXXXXX.log")"
 trap 'rm -f "$LOG"' EXIT
@@ -203,7 +207,7 @@ main() {
         case "$arg" in
             --skip-apt) skip_apt=1 ;;
             --pip-bootstrap) only_bootstrap=1 ;;
-            -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+            -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
             *) die "unknown option: $arg (see --help)" ;;
         esac
     done
@@ -213,6 +217,7 @@ main() {
         return 0
     fi
     [ "$skip_apt" = 1 ] || install_apt_packages
+    run_logged "building the Ceph release roots" /usr/bin/python3 "$REPO/tests/lab/ceph_releases.py" build
     setup_venv
     install_pip_bootstrap
     setup_oldest_venv

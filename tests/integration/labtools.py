@@ -42,11 +42,16 @@ class Lab(object):
         self._lab_env = dict(os.environ, LAB_DIR=self.dir, LAB_PREFIX=env["LAB_PREFIX"],
                              LAB_SLOT=env["LAB_SLOT"], LAB_NODES=env["LAB_NODES"])
 
+    def tool(self, name):
+        """A Ceph program of the lab's release (<lab>/ceph-bin), as the lab's own clients use."""
+        ceph_bin = self.env.get("LAB_CEPH_BIN")
+        return os.path.join(ceph_bin, name) if ceph_bin else name
+
     def ceph_args(self):
         return ["-c", self.conf, "-k", self.keyring, "-n", "client." + self.user]
 
     def cli(self, tool, *args, check=True):
-        proc = subprocess.run([tool] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
+        proc = subprocess.run([self.tool(tool)] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
         if check and proc.returncode != 0:
             raise AssertionError("%s %s failed rc=%d: %s" % (tool, " ".join(args), proc.returncode, proc.stderr))

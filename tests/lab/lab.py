@@ -2,12 +2,15 @@
 """The volfence.csi lab: a real Ceph cluster plus simulated Kubernetes nodes.
 
 Ceph runs from Debian's packages (1 mon, 1 mgr, 1 memstore OSD, cephx on) with every file
-under the lab folder. Each simulated Kubernetes node is a network namespace on a private
+under the lab folder: Tentacle 20.2 by default, Reef 18.2 or Pacific 16.2 with LAB_CEPH (the newer
+releases run from Debian roots that `make setup` builds, see ceph_releases.py). Each simulated Kubernetes node is a network namespace on a private
 bridge, so a Ceph client started "on node-b" is seen by Ceph with node-b's IP, exactly as on
 a real cluster.
 
-Only the standard library is used so the lab runs with any python3; holding watchers and
-locks uses /usr/bin/python3 because that is where Debian's rados/rbd bindings live.
+Only the standard library is used so the lab runs with any python3. Every Ceph command, daemon
+and client of the lab (holders, the CSI-Addons stand-in, the inventory's ceph-admin host) runs
+through the wrappers in <lab>/ceph-bin (ceph, rbd, ceph-mon, ..., python3), which run the lab
+release's tools and Python bindings.
 
 Configuration (environment):
   LAB_DIR     lab folder (default: <repo>/.lab, or <repo>/.lab-<prefix> for another prefix)
@@ -15,6 +18,7 @@ Configuration (environment):
   LAB_SLOT    0-199: picks the subnet 10.231.<slot>.0/24 and the port block
               17000 + 10 * slot (default: derived from LAB_PREFIX)
   LAB_NODES   node count (default 3: node-a, node-b, node-c) or a comma-separated name list
+  LAB_CEPH    Ceph release: 20 (Tentacle, default), 18 (Reef) or 16 (Pacific)
 """
 
 import argparse
@@ -32,7 +36,12 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 REPO = os.path.dirname(os.path.dirname(HERE))
-BINDINGS_PYTHON = "/usr/bin/python3"
+import ceph_releases  # noqa: E402  (after sys.path: it lives next to this file)
+
+# This machine's Python with Debian's bindings: node-side programs (the kubelet stand-in, node
+# modules) run with it, because they mount and unmount in the machine's real mount table.
+HOST_PYTHON = "/usr/bin/python3"
+CEPH_TOOLS = ("ceph", "rbd", "rados", "ceph-authtool", "monmaptool", "ceph-mon", "ceph-mgr", "ceph-osd", "python3")
 POOL = "rbd"
 
 
@@ -69,6 +78,16 @@ class Config(object):
         self.user = "admin"
         self.holders_dir = os.path.join(self.dir, "holders")
         self.bin_dir = os.path.join(self.dir, "bin")
+        self.ceph_bin = os.path.join(self.dir, "ceph-bin")
+        self.version = None  # the release's exact version, once `up` has written the wrappers
+        try:
+            self.release = ceph_releases.check_release(env.get("LAB_CEPH"))
+        except ceph_releases.ReleaseError as exc:
+            raise LabError(str(exc))
+
+    def tool(self, name):
+        """A Ceph program of the lab's release (a wrapper written by `up`)."""
+        return os.path.join(self.ceph_bin, name)
 
     @staticmethod
     def _node_names(spec):
@@ -118,7 +137,7 @@ def run(cmd, check=True, capture=True, timeout=60, **kwargs):
 
 
 def ceph_cmd(cfg, *args):
-    return ["ceph", "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user,
+    return [cfg.tool("ceph"), "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user,
             "--connect-timeout", "10"] + list(args)
 
 
@@ -204,6 +223,7 @@ osd pool default pg autoscale mode = off
 mon allow pool size one = true
 mon allow pool delete = true
 mon warn on pool no redundancy = false
+mon data avail warn = 5
 osd crush chooseleaf type = 0
 run dir = {d}/run
 admin socket = {d}/run/$cluster-$name.$pid.asok
@@ -236,6 +256,8 @@ public addr = {ip}
 cluster addr = {ip}
 osd op num shards = 2
 osd op num threads per shard = 1
+# Debian 13+ builds default to a class folder relative to the working directory.
+osd class dir = {class_dir}
 """
 
 
@@ -244,26 +266,27 @@ def ceph_up(cfg):
     for sub in ("run", "log", "mon", "mgr", "osd"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     with open(cfg.conf, "w") as handle:
-        handle.write(CEPH_CONF.format(fsid=uuid.uuid4(), ip=cfg.host_ip, subnet=cfg.subnet, d=d))
+        handle.write(CEPH_CONF.format(fsid=uuid.uuid4(), ip=cfg.host_ip, subnet=cfg.subnet, d=d,
+                                      class_dir=ceph_releases.class_dir(cfg.release)))
     mon_keyring = os.path.join(d, "keyring.mon.")
     monmap = os.path.join(d, "monmap")
-    run(["ceph-authtool", "--create-keyring", mon_keyring, "--gen-key", "-n", "mon.",
+    run([cfg.tool("ceph-authtool"), "--create-keyring", mon_keyring, "--gen-key", "-n", "mon.",
          "--cap", "mon", "allow *"])
-    run(["ceph-authtool", "--create-keyring", cfg.keyring, "--gen-key", "-n", "client.admin",
+    run([cfg.tool("ceph-authtool"), "--create-keyring", cfg.keyring, "--gen-key", "-n", "client.admin",
          "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *",
          "--cap", "mds", "allow *"])
-    run(["ceph-authtool", mon_keyring, "--import-keyring", cfg.keyring])
+    run([cfg.tool("ceph-authtool"), mon_keyring, "--import-keyring", cfg.keyring])
     fsid = re.search(r"fsid = (\S+)", open(cfg.conf).read()).group(1)
-    run(["monmaptool", "--create", "--fsid", fsid, "--addv", "a",
+    run([cfg.tool("monmaptool"), "--create", "--fsid", fsid, "--addv", "a",
          "[v2:%s:3300,v1:%s:6789]" % (cfg.host_ip, cfg.host_ip), monmap])
-    run(["ceph-mon", "-c", cfg.conf, "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", mon_keyring])
-    run(["ceph-mon", "-c", cfg.conf, "-i", "a"])
+    run([cfg.tool("ceph-mon"), "-c", cfg.conf, "--mkfs", "-i", "a", "--monmap", monmap, "--keyring", mon_keyring])
+    run([cfg.tool("ceph-mon"), "-c", cfg.conf, "-i", "a"])
 
     mgr_dir = os.path.join(d, "mgr", "ceph-x")
     os.makedirs(mgr_dir, exist_ok=True)
     run(ceph_cmd(cfg, "auth", "get-or-create", "mgr.x", "mon", "allow profile mgr", "osd", "allow *",
                  "mds", "allow *", "-o", os.path.join(d, "keyring.mgr.x")), timeout=30)
-    run(["ceph-mgr", "-c", cfg.conf, "-i", "x"])
+    run([cfg.tool("ceph-mgr"), "-c", cfg.conf, "-i", "x"])
 
     osd_uuid = str(uuid.uuid4())
     osd_id = run(ceph_cmd(cfg, "osd", "new", osd_uuid)).stdout.strip()
@@ -271,16 +294,31 @@ def ceph_up(cfg):
     run(ceph_cmd(cfg, "auth", "get-or-create", "osd." + osd_id, "mon", "allow profile osd",
                  "mgr", "allow profile osd", "osd", "allow *",
                  "-o", os.path.join(d, "keyring.osd." + osd_id)))
-    run(["ceph-osd", "-c", cfg.conf, "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid], timeout=60)
-    run(["ceph-osd", "-c", cfg.conf, "-i", osd_id])
+    run([cfg.tool("ceph-osd"), "-c", cfg.conf, "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid], timeout=60)
+    run([cfg.tool("ceph-osd"), "-c", cfg.conf, "-i", osd_id])
 
     run(ceph_cmd(cfg, "osd", "pool", "create", POOL, "8", "8"))
     wait_for(lambda: run(ceph_cmd(cfg, "osd", "stat", "--format", "json")).stdout.find('"num_up_osds":1') >= 0,
              30, "the OSD to come up")
-    run(["rbd", "-c", cfg.conf, "-k", cfg.keyring, "pool", "init", POOL], timeout=60)
+    run([cfg.tool("rbd"), "-c", cfg.conf, "-k", cfg.keyring, "pool", "init", POOL], timeout=60)
 
 
 # ----------------------------------------------------------------------------- files for users
+
+def write_ceph_wrappers(cfg):
+    """<lab>/ceph-bin: the lab release's Ceph programs. Returns the release's version."""
+    stamp = ceph_releases.read_stamp(cfg.release)
+    if not stamp or not stamp.get("version"):
+        raise LabError("Ceph %s is not installed for the lab: run `make setup` (or `%s build %s`)" % (
+            cfg.release, os.path.join(HERE, "ceph_releases.py"), cfg.release))
+    os.makedirs(cfg.ceph_bin, exist_ok=True)
+    for name in CEPH_TOOLS:
+        program = HOST_PYTHON if name == "python3" else "/usr/bin/" + name
+        with open(cfg.tool(name), "w") as handle:
+            handle.write(ceph_releases.wrapper_script(cfg.release, program, extra_paths=(REPO, cfg.dir)))
+        os.chmod(cfg.tool(name), 0o755)
+    return stamp["version"]
+
 
 def write_env(cfg):
     nodes = " ".join("%s=%s" % (n, cfg.node_ip(n)) for n in cfg.nodes)
@@ -295,10 +333,13 @@ def write_env(cfg):
         "CEPH_ARGS=%s" % shlex.quote("-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user)),
         "CEPH_POOL=%s" % POOL,
         "CEPH_MON_HOST=%s" % cfg.host_ip,
+        "LAB_CEPH=%s" % cfg.release,
+        "LAB_CEPH_VERSION=%s" % cfg.version,
+        "LAB_CEPH_BIN=%s" % shlex.quote(cfg.ceph_bin),
         "LAB_NODES=%s" % shlex.quote(nodes),
         "KUBECONFIG=%s" % shlex.quote(os.path.join(cfg.dir, "kubeconfig")),
         "export LAB_DIR LAB_PREFIX LAB_SLOT CEPH_CONF CEPH_KEYRING CEPH_USER CEPH_ARGS CEPH_POOL "
-        "CEPH_MON_HOST LAB_NODES KUBECONFIG",
+        "CEPH_MON_HOST LAB_CEPH LAB_CEPH_VERSION LAB_CEPH_BIN LAB_NODES KUBECONFIG",
     ]
     with open(os.path.join(cfg.dir, "env"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
@@ -312,7 +353,7 @@ def write_node_wrappers(cfg):
         with open(path, "w") as handle:
             # nsenter --net, not `ip netns exec`: the latter also unshares the mount namespace,
             # and node-side modules must see and change the node's real mount table.
-            handle.write("#!/bin/sh\nexec nsenter --net=/run/netns/%s %s \"$@\"\n" % (cfg.netns(name), BINDINGS_PYTHON))
+            handle.write("#!/bin/sh\nexec nsenter --net=/run/netns/%s %s \"$@\"\n" % (cfg.netns(name), HOST_PYTHON))
         os.chmod(path, 0o755)
 
 
@@ -335,8 +376,9 @@ def write_inventory(cfg):
         "      hosts:",
         "        ceph-admin:",
         "          ansible_connection: local",
-        "          # The interpreter that has Debian's python3-rados/python3-rbd bindings.",
-        "          ansible_python_interpreter: %s" % BINDINGS_PYTHON,
+        "          # Ceph %s's Python with its rados/rbd bindings and CLI: on a real admin host, the" % cfg.version,
+        "          # system Python, or a wrapper like this one when the distribution's Ceph is too old.",
+        "          ansible_python_interpreter: %s" % json.dumps(cfg.tool("python3")),
         "    k8s_api:",
         "      hosts:",
         "        k8s-api:",
@@ -381,7 +423,7 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None,
     for path in (statusfile,):
         if os.path.exists(path):
             os.unlink(path)
-    cmd = ["ip", "netns", "exec", cfg.netns(node), BINDINGS_PYTHON, os.path.join(HERE, "holder.py"),
+    cmd = ["ip", "netns", "exec", cfg.netns(node), cfg.tool("python3"), os.path.join(HERE, "holder.py"),
            "--conf", cfg.conf, "--keyring", cfg.keyring, "--user", cfg.user, "--image", image,
            "--status-file", statusfile]
     if lock_id:
@@ -447,7 +489,7 @@ def release(cfg, node=None, image=None):
 
 def venv_python():
     path = os.path.join(REPO, ".venv", "bin", "python")
-    return path if os.path.exists(path) else BINDINGS_PYTHON
+    return path if os.path.exists(path) else HOST_PYTHON
 
 
 def lab_child_env(cfg):
@@ -518,7 +560,7 @@ def kube_client(cfg):
 
 
 def start_agent(cfg, node):
-    return spawn(cfg, "agent-" + node, [BINDINGS_PYTHON, os.path.join(HERE, "kubesim.py"), "agent",
+    return spawn(cfg, "agent-" + node, [HOST_PYTHON, os.path.join(HERE, "kubesim.py"), "agent",
                                         "--node", node, "--kubeconfig", kubeconfig_path(cfg)])
 
 
@@ -533,7 +575,7 @@ def kube_up(cfg, kube_version=None):
     wait_for(lambda: _answers(kube), 20, "the Kubernetes API emulator on port %d" % cfg.kube_port)
     for crd in load_crds():
         kube.apply("customresourcedefinitions", crd)
-    spawn(cfg, "controlplane", [BINDINGS_PYTHON, os.path.join(HERE, "kubesim.py"), "controlplane",
+    spawn(cfg, "controlplane", [cfg.tool("python3"), os.path.join(HERE, "kubesim.py"), "controlplane",
                                 "--kubeconfig", kubeconfig_path(cfg)])
     for node in cfg.nodes:
         start_agent(cfg, node)
@@ -624,6 +666,7 @@ def up(cfg):
     down(cfg, quiet=True)  # a crashed earlier run leaves nothing behind that could get in the way
     os.makedirs(cfg.dir)
     try:
+        cfg.version = write_ceph_wrappers(cfg)
         network_up(cfg)
         ceph_up(cfg)
         write_env(cfg)
@@ -636,13 +679,15 @@ def up(cfg):
         raise
     with open(os.path.join(cfg.dir, "env")) as handle:
         sys.stdout.write(handle.read())
-    print("# lab up in %.1f s: inventory %s" % (time.time() - started, os.path.join(cfg.dir, "inventory.yml")))
+    print("# lab up in %.1f s with Ceph %s: inventory %s" % (time.time() - started, cfg.version,
+                                                              os.path.join(cfg.dir, "inventory.yml")))
 
 
 def node_exec(cfg, node, command):
     if node not in cfg.nodes:
         raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
-    env = dict(clean_env(), CEPH_ARGS="-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user))
+    env = dict(clean_env(), CEPH_ARGS="-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user),
+               PATH=cfg.ceph_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
     return subprocess.call(["ip", "netns", "exec", cfg.netns(node), "sh", "-c", command], env=env)
 
 

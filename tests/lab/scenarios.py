@@ -31,7 +31,7 @@ NAMESPACE = "default"
 
 
 def rbd_cli(cfg, *args):
-    proc = subprocess.run(["rbd", "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user] + list(args),
+    proc = subprocess.run([cfg.tool("rbd"), "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                           timeout=60, env=labmod.clean_env())
     if proc.returncode != 0:

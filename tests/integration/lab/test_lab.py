@@ -36,7 +36,7 @@ def test_cluster_is_healthy_with_cephx_and_rbd_pool(lab):
     assert lab.pool in pools
     # Without the keyring, cephx refuses the client.
     no_args = {k: v for k, v in os.environ.items() if k != "CEPH_ARGS"}
-    proc = subprocess.run(["ceph", "-c", lab.conf, "-k", "/nonexistent", "--connect-timeout", "5", "status"],
+    proc = subprocess.run([lab.tool("ceph"), "-c", lab.conf, "-k", "/nonexistent", "--connect-timeout", "5", "status"],
                           env=no_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
     assert proc.returncode != 0
 
