@@ -49,6 +49,10 @@ class FakeCluster(object):
     """
 
     name = 'fake'
+    # What connect() reads after connecting (issue 12), as the lab's Pacific answered it.
+    known_versions = dict(
+        client=dict(backend='fake', version='16.2.15', release='pacific', error=None),
+        cluster=dict(version='16.2.15', release='pacific', versions=['16.2.15'], mixed=False, error=None))
 
     def __init__(self, naming='blocklist', ranges=True, entries=(), fail=(), range_refused=False):
         self.naming = naming
