@@ -22,6 +22,7 @@ Configuration (environment):
 """
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -61,15 +62,10 @@ class Config(object):
             raise LabError("LAB_PREFIX must be 1-6 lowercase letters/digits starting with a letter "
                            "(it prefixes interface names, limited to 15 characters): %r" % self.prefix)
         slot = env.get("LAB_SLOT")
-        if slot is None or slot == "":
+        self.slot_chosen = not (slot is None or slot == "")
+        if not self.slot_chosen:
             slot = int(hashlib.sha256(self.prefix.encode()).hexdigest(), 16) % 200
-        self.slot = int(slot)
-        if not 0 <= self.slot < 200:
-            raise LabError("LAB_SLOT must be within 0-199, got %s" % self.slot)
-        self.subnet = "10.231.%d" % self.slot
-        self.host_ip = self.subnet + ".1"
-        self.port_base = 17000 + 10 * self.slot
-        self.kube_port = self.port_base + 1
+        self.set_slot(int(slot))
         self.nodes = self._node_names(env.get("LAB_NODES") or "3")
         self.bridge = self.prefix + "-br"
         self.ceph_dir = os.path.join(self.dir, "ceph")
@@ -85,9 +81,19 @@ class Config(object):
         except ceph_releases.ReleaseError as exc:
             raise LabError(str(exc))
 
+    def set_slot(self, slot):
+        if not 0 <= slot < 200:
+            raise LabError("LAB_SLOT must be within 0-199, got %s" % slot)
+        self.slot = slot
+        self.subnet = "10.231.%d" % self.slot
+        self.host_ip = self.subnet + ".1"
+        self.port_base = 17000 + 10 * self.slot
+        self.kube_port = self.port_base + 1
+
     def tool(self, name):
-        """A Ceph program of the lab's release (a wrapper written by `up`)."""
-        return os.path.join(self.ceph_bin, name)
+        """A Ceph program of the lab's release (a wrapper written by `up`). Its Python is
+        ceph-python3, so that <lab>/ceph-bin in a PATH never shadows python3."""
+        return os.path.join(self.ceph_bin, "ceph-python3" if name == "python3" else name)
 
     @staticmethod
     def _node_names(spec):
@@ -177,6 +183,32 @@ def wait_for(predicate, timeout, what):
 
 
 # ----------------------------------------------------------------------------- network
+
+def slots_in_use():
+    """Slots of the labs running on this machine (their bridges' 10.231.<slot>.1 addresses)."""
+    used = set()
+    for link in json.loads(run(["ip", "-j", "-4", "addr", "show"]).stdout or "[]"):
+        for info in link.get("addr_info", []):
+            match = re.match(r"^10\.231\.(\d+)\.1$", info.get("local", ""))
+            if match:
+                used.add(int(match.group(1)))
+    return used
+
+
+def choose_slot(cfg):
+    """Several labs run side by side (make test runs four): a derived slot that another lab
+    already uses moves to the next free one; a slot given in LAB_SLOT must be free."""
+    used = slots_in_use()
+    if cfg.slot not in used:
+        return
+    if cfg.slot_chosen:
+        raise LabError("LAB_SLOT=%d (subnet 10.231.%d.0/24) is used by another lab on this machine" % (cfg.slot, cfg.slot))
+    for step in range(1, 200):
+        if (cfg.slot + step) % 200 not in used:
+            cfg.set_slot((cfg.slot + step) % 200)
+            return
+    raise LabError("every lab slot (0-199) is in use")
+
 
 def network_up(cfg):
     run(["ip", "link", "add", cfg.bridge, "type", "bridge"])
@@ -667,7 +699,10 @@ def up(cfg):
     os.makedirs(cfg.dir)
     try:
         cfg.version = write_ceph_wrappers(cfg)
-        network_up(cfg)
+        with open("/tmp/volfence-lab-slots.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # labs starting together pick different slots
+            choose_slot(cfg)
+            network_up(cfg)
         ceph_up(cfg)
         write_env(cfg)
         kube_up(cfg, os.environ.get("LAB_KUBE_VERSION"))
