@@ -67,6 +67,12 @@ def main(argv=None):
     parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "ceph.json"))
     args = parser.parse_args(argv)
 
+    env = lab_env()
+    lab_python = os.path.join(env.get("LAB_CEPH_BIN", ""), "ceph-python3")
+    if env.get("LAB_CEPH_BIN") and not os.environ.get("VOLFENCE_BENCH_LAB_PYTHON"):
+        # The bindings must be the lab release's (a Pacific client cannot read Tentacle's keys).
+        os.environ["VOLFENCE_BENCH_LAB_PYTHON"] = lab_python
+        os.execv(lab_python, [lab_python, os.path.abspath(__file__)] + list(argv if argv is not None else sys.argv[1:]))
     try:
         import rados  # noqa: F401  pylint: disable=unused-import
         import rbd
@@ -76,11 +82,11 @@ def main(argv=None):
     from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import ensure_blocklist
     from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import image_report
 
-    env = lab_env()
     params = dict(cluster="ceph", conf=env["CEPH_CONF"], keyring=env["CEPH_KEYRING"], key=None,
                   user=env["CEPH_USER"], mon_host=None, timeout=60, backend="rados", command_prefix=None)
-    ceph_cli = ["ceph", "-c", env["CEPH_CONF"], "-k", env["CEPH_KEYRING"], "-n", "client." + env["CEPH_USER"]]
-    rbd_cli = ["rbd", "-c", env["CEPH_CONF"], "-k", env["CEPH_KEYRING"], "-n", "client." + env["CEPH_USER"]]
+    tools = env.get("LAB_CEPH_BIN", "")
+    ceph_cli = [os.path.join(tools, "ceph"), "-c", env["CEPH_CONF"], "-k", env["CEPH_KEYRING"], "-n", "client." + env["CEPH_USER"]]
+    rbd_cli = [os.path.join(tools, "rbd"), "-c", env["CEPH_CONF"], "-k", env["CEPH_KEYRING"], "-n", "client." + env["CEPH_USER"]]
     cli_env = dict(os.environ)
     cli_env.pop("CEPH_ARGS", None)
     results = {"cidr": CIDR, "hosts": 254, "notes": []}

@@ -145,3 +145,24 @@ def test_cell(tmp_path, lab, cluster, image, client):
     else:
         pytest.fail("docs/ceph-releases.md: cell (client %s, cluster %s) is %r, not 'works' or 'clear error'"
                     % (client, release, expected))
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_execution_environment_refuses_a_client_that_cannot_read_aes256k(tmp_path, client):
+    """The EE's last build step, run on each client release: it passes where the client reads the
+    keys current clusters make, and fails naming the version where it does not."""
+    import yaml
+    with open(os.path.join(REPO, "execution-environment.yml")) as handle:
+        steps = yaml.safe_load(handle)["additional_build_steps"]["append_final"]
+    check = [s for s in steps if "reads_key_type" in s]
+    assert len(check) == 1 and check[0].startswith("RUN "), steps
+    shell = tmp_path / "sh"
+    shell.write_text(ceph_releases.wrapper_script(client, "/bin/sh", extra_paths=(REPO,)))
+    shell.chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, ".cache", "collections"))
+    proc = subprocess.run([str(shell), "-c", check[0][len("RUN "):]], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    if documented_matrix()[(client, "20")] == "works":
+        assert proc.returncode == 0, proc.stdout
+    else:
+        assert proc.returncode == 1 and client_version(client) in proc.stdout and "aes256k" in proc.stdout, proc.stdout
