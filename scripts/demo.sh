@@ -16,10 +16,11 @@ trap '$LAB down >/dev/null 2>&1 || true' EXIT
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@" 2>&1 | sed 's/^/  /'; }
 
-say "Starting the lab: real Ceph 16 cluster, Kubernetes API emulator, 3 simulated nodes"
+say "Starting the lab: a real Ceph cluster (LAB_CEPH=${LAB_CEPH:-20}), Kubernetes API emulator, 3 simulated nodes"
 $LAB up | grep -E '^(CEPH_CONF|KUBECONFIG|LAB_NODES|# lab up)'
 # shellcheck disable=SC1090
 . ".lab-$LAB_PREFIX/env"
+export PATH="$LAB_CEPH_BIN:$PATH"  # the lab release's ceph and rbd
 node_ip() { for kv in $LAB_NODES; do if [ "${kv%%=*}" = "$1" ]; then echo "${kv#*=}"; fi; done; }
 NODE_B_IP=$(node_ip node-b)
 
