@@ -195,6 +195,8 @@ def blocklist_entries(lab):
         docs.append(doc)
         while index < len(out) and out[index].isspace():
             index += 1
+    if len(docs) == 1 and isinstance(docs[0], dict):  # one object (ceph/ceph#65681)
+        docs = [docs[0].get("blocklist", []), docs[0].get("range_blocklist", [])]
     return sorted([e["addr"] for e in docs[0]] + ["cidr:" + e["range"] for e in (docs[1] if len(docs) > 1 else [])])
 
 
