@@ -166,3 +166,6 @@ def test_execution_environment_refuses_a_client_that_cannot_read_aes256k(tmp_pat
         assert proc.returncode == 0, proc.stdout
     else:
         assert proc.returncode == 1 and client_version(client) in proc.stdout and "aes256k" in proc.stdout, proc.stdout
+        # The documented way to build an EE for older clusters only.
+        env["VOLFENCE_CEPH_CLIENT_CHECK"] = "off"
+        assert subprocess.run([str(shell), "-c", check[0][len("RUN "):]], env=env, timeout=120).returncode == 0
