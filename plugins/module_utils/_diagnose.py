@@ -223,21 +223,34 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
     }
 
 
-def diagnose(pods, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
-             threshold=120, now=None):
+FUSE_DEAD = "transport endpoint is not connected"
+
+
+def stuck_pods(pods, events, threshold=120, now=None):
+    """The stuck pods among `pods`, sorted by namespace and name: waiting to start longer than
+    threshold seconds (is_stuck), or, whatever their phase, named by an event of a dead FUSE mount."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     stuck = [p for p in pods if is_stuck(p, now, threshold)]
     # A Running pod whose mount died (seed 002) is stuck too, whatever its phase.
+    fuse = set()
+    for event in events:
+        if FUSE_DEAD in (event.get("message") or "").lower():
+            obj = event.get("involvedObject") or {}
+            fuse.add((obj.get("name"), obj.get("uid")))
     for pod in pods:
         if pod in stuck or pod["metadata"].get("deletionTimestamp"):
             continue
         name, uid = pod["metadata"]["name"], pod["metadata"].get("uid")
-        if any((e.get("involvedObject") or {}).get("name") == name
-               and (e.get("involvedObject") or {}).get("uid") in (None, uid)
-               and "transport endpoint is not connected" in e.get("message", "").lower() for e in events):
+        if (name, None) in fuse or (name, uid) in fuse:
             stuck.append(pod)
+    return sorted(stuck, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
+
+
+def diagnose(pods, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
+             threshold=120, now=None):
+    now = now or datetime.datetime.now(datetime.timezone.utc)
     return [classify_pod(p, events, pvcs, pvs, vas, nodes, watchers, locks, git_version, now, threshold)
-            for p in sorted(stuck, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))]
+            for p in stuck_pods(pods, events, threshold, now)]
 
 
 def table(diagnoses, node_volumes=None):

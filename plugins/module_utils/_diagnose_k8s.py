@@ -1,0 +1,250 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The Kubernetes reads of playbooks/diagnose.yml (module stuck_pods_info), with selectors.
+
+Private to volfence.csi. `gather` asks the API only for what the diagnosis needs, one list per
+kind, paged with limit/continue (KubeApi.list), with field selectors the real API server supports
+(FIELD_SELECTORS), then joins in Python:
+
+- pods that have not started (status.phase other than Running, Succeeded, Failed), and the pods a
+  Warning event names for a container that could not start or a dead FUSE mount (kubelet posts
+  one on every retry), read one by one: a Running pod whose container waits in
+  CreateContainerError, or whose FUSE mount died, is found without listing every Running pod;
+- the Warning events of pods (the evidence of the classification);
+- the nodes, and the pods of each node that is not Ready (spec.nodeName);
+- the claims and PersistentVolumes of those pods, read by name;
+- the VolumeAttachments (the API has no selector for them), of which only those of the volumes
+  concerned and of the nodes that are not Ready are kept.
+
+The classification itself stays in _diagnose (stuck_pods, diagnose) and _safety
+(down_node_volumes): the result of gather() fed to them gives what they give on the whole
+cluster's lists (tests/unit/plugins/module_utils/test__diagnose_k8s.py proves it on generated
+clusters). `api` is anything with get(path, what, missing_ok), list(path, what, label_selector,
+field_selector, page) and server_version(): KubeApi, or a fake in unit tests.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import datetime
+import re
+
+from ansible_collections.volfence.csi.plugins.module_utils._diagnose import (
+    FUSE_DEAD,
+    diagnose,
+    stuck_pods,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses, node_ready
+from ansible_collections.volfence.csi.plugins.module_utils._safety import down_node_volumes
+from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import pod_claims
+
+# Pods that have not started: Pending (and Unknown, a pod whose node stopped reporting).
+PODS_NOT_STARTED = 'status.phase!=Running,status.phase!=Succeeded,status.phase!=Failed'
+# The Warning events of pods: FailedMount, FailedAttachVolume (Multi-Attach), Failed (container).
+POD_WARNINGS = 'involvedObject.kind=Pod,type=Warning'
+
+# The field selectors the real API server accepts, by kind (k8s.io/kubernetes pkg/apis/core/v1
+# conversion.go; metadata.name and metadata.namespace for every kind). gather() uses no other.
+FIELD_SELECTORS = {
+    'Pod': ('metadata.name', 'metadata.namespace', 'spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName',
+            'spec.serviceAccountName', 'spec.hostNetwork', 'status.phase', 'status.podIP', 'status.podIPs',
+            'status.nominatedNodeName'),
+    'Event': ('metadata.name', 'metadata.namespace', 'involvedObject.kind', 'involvedObject.namespace',
+              'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion',
+              'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent',
+              'source', 'type'),
+    'Node': ('metadata.name', 'spec.unschedulable'),
+}
+
+# Warning reasons of a pod whose containers could not start (kubelet's "Failed" is posted for
+# CreateContainerError and CreateContainerConfigError), or whose volume could not be mounted or attached.
+START_FAILURE_REASONS = ('Failed', 'FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'FailedCreatePodContainer')
+
+DEFAULT_PAGE = 500
+
+_NAMESPACE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+
+
+def check_namespace(name):
+    """`name` unchanged, or ValueError when it cannot be a namespace's name (DNS-1123 label)."""
+    if not isinstance(name, str) or len(name) > 63 or not _NAMESPACE_RE.match(name):
+        raise ValueError('namespaces: %r is not a namespace name (at most 63 lowercase letters, digits and "-"); '
+                         'nothing was read' % (name,))
+    return name
+
+
+def selector_fields(selector):
+    """The field names of a field selector ('a=b,c!=d' -> ['a', 'c'])."""
+    fields = []
+    for part in selector.split(','):
+        name = part.split('!=')[0].split('=')[0].strip()
+        if name:
+            fields.append(name)
+    return fields
+
+
+def _meta(obj):
+    return (obj or {}).get('metadata') or {}
+
+
+def _key(obj):
+    meta = _meta(obj)
+    return meta.get('namespace'), meta.get('name')
+
+
+def slim(obj):
+    """A copy of an API object without what no rule reads and that can be large: managedFields,
+    the last-applied annotation, a node's image list."""
+    if not isinstance(obj, dict):
+        return obj
+    out = dict(obj)
+    meta = dict(_meta(obj))
+    meta.pop('managedFields', None)
+    annotations = meta.get('annotations')
+    if isinstance(annotations, dict) and 'kubectl.kubernetes.io/last-applied-configuration' in annotations:
+        meta['annotations'] = dict((k, v) for k, v in annotations.items()
+                                   if k != 'kubectl.kubernetes.io/last-applied-configuration')
+    if 'metadata' in obj:
+        out['metadata'] = meta
+    status = out.get('status')
+    if isinstance(status, dict) and 'images' in status:
+        out['status'] = dict((k, v) for k, v in status.items() if k != 'images')
+    return out
+
+
+def pods_named_by_warnings(events):
+    """(namespace, name) of the pods that Warning events name for a container that could not
+    start, a volume that could not be mounted or attached, or a dead FUSE mount; sorted."""
+    found = set()
+    for event in events or []:
+        obj = event.get('involvedObject') or {}
+        if obj.get('kind') not in (None, 'Pod') or not obj.get('name'):
+            continue
+        if event.get('reason') in START_FAILURE_REASONS or FUSE_DEAD in (event.get('message') or '').lower():
+            found.add((obj.get('namespace') or _meta(event).get('namespace'), obj['name']))
+    return sorted(found, key=lambda k: (k[0] or '', k[1]))
+
+
+def events_of(pods, events):
+    """The events that the classification reads for `pods` (by name, and uid when it has one)."""
+    names = set(_meta(p).get('name') for p in pods)
+    uids = set(_meta(p).get('uid') for p in pods)
+    return [e for e in events or [] if (e.get('involvedObject') or {}).get('name') in names
+            and (e.get('involvedObject') or {}).get('uid') in uids | set([None])]
+
+
+def claim_refs(pods):
+    """(namespace, claim) of every claim of `pods` (persistentVolumeClaim and generic ephemeral), sorted."""
+    refs = set()
+    for pod in pods:
+        for claim in pod_claims(pod):
+            refs.add((_meta(pod).get('namespace'), claim))
+    return sorted(refs, key=lambda r: (r[0] or '', r[1]))
+
+
+def attachments_concerned(vas, pv_names, node_names):
+    """The VolumeAttachments of the PVs `pv_names` (any node) or of the nodes `node_names`."""
+    out = []
+    for va in vas or []:
+        spec = va.get('spec') or {}
+        if ((spec.get('source') or {}).get('persistentVolumeName') in pv_names
+                or spec.get('nodeName') in node_names):
+            out.append(va)
+    return out
+
+
+def rbd_images(diagnoses):
+    """{'rbd-csi': [...], 'rbd-intree': [...]}: the RBD images of the diagnosed pods' volumes."""
+    images = {'rbd-csi': [], 'rbd-intree': []}
+    for entry in diagnoses:
+        for volume in entry.get('volumes') or []:
+            kind, image = volume.get('kind'), volume.get('image')
+            if kind in images and image and image not in images[kind]:
+                images[kind].append(image)
+    return images
+
+
+def addresses_by_node(nodes):
+    """{node: [IP, ...]} (every IP a node lists), for the node_addresses option of the Ceph modules."""
+    return dict((_meta(n).get('name'), [str(ip) for _kind, ip in node_addresses(n)]) for n in nodes or [])
+
+
+def _paths(resource_path, plural, namespaces, group='', version='v1'):
+    if namespaces:
+        return [resource_path(group, version, plural, namespace=ns) for ns in namespaces]
+    return [resource_path(group, version, plural)]
+
+
+def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE, now=None):
+    """Read what the diagnosis needs and join it (see the module docstring). Returns a dict:
+    server_version, objects (pods: the stuck pods; events, pvcs, pvs, volumeattachments, nodes:
+    what their classification reads), stuck (the first classification, without watchers or
+    locks), images (rbd-csi and rbd-intree lists), node_addresses, nodes_not_ready
+    (_safety.down_node_volumes) and listed (how many objects of each kind were read)."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    namespaces = sorted(set(namespaces or []))
+    listed = dict(pods=0, events=0, nodes=0, pvcs=0, pvs=0, volumeattachments=0)
+    version = (api.server_version() or {}).get('gitVersion')
+
+    nodes = api.list(resource_path('', 'v1', 'nodes'), what=('Node', None), page=page)
+    listed['nodes'] = len(nodes)
+
+    candidates = {}
+    for path in _paths(resource_path, 'pods', namespaces):
+        for pod in api.list(path, what=('Pod', None), field_selector=PODS_NOT_STARTED, page=page):
+            candidates[_key(pod)] = pod
+    warnings = []
+    for path in _paths(resource_path, 'events', namespaces):
+        warnings.extend(api.list(path, what=('Event', None), field_selector=POD_WARNINGS, page=page))
+    listed['events'] = len(warnings)
+    for namespace, name in pods_named_by_warnings(warnings):
+        if (namespace, name) in candidates or not namespace or (namespaces and namespace not in namespaces):
+            continue
+        pod = api.get(resource_path('', 'v1', 'pods', name, namespace), what=('Pod', name, namespace),
+                      missing_ok=True)
+        if pod is not None:
+            candidates[(namespace, name)] = pod
+    stuck = stuck_pods(list(candidates.values()), warnings, threshold, now)
+
+    down = [_meta(n).get('name') for n in nodes if _meta(n).get('name') and node_ready(n) != 'True']
+    down_pods = {}
+    for node in down:
+        for path in _paths(resource_path, 'pods', namespaces):
+            for pod in api.list(path, what=('Pod', None), field_selector='spec.nodeName=%s' % node, page=page):
+                down_pods[_key(pod)] = pod
+    listed['pods'] = len(candidates) + len(down_pods)
+
+    pvcs = []
+    for namespace, claim in claim_refs(stuck + list(down_pods.values())):
+        pvc = api.get(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
+                      what=('PersistentVolumeClaim', claim, namespace), missing_ok=True)
+        if pvc is not None:
+            pvcs.append(pvc)
+    listed['pvcs'] = len(pvcs)
+    pv_names = set(((c.get('spec') or {}).get('volumeName')) for c in pvcs) - set([None, ''])
+    all_vas = api.list(resource_path('storage.k8s.io', 'v1', 'volumeattachments'), what=('VolumeAttachment', None),
+                       page=page)
+    listed['volumeattachments'] = len(all_vas)
+    vas = attachments_concerned(all_vas, pv_names, set(down))
+    pv_names |= set(((va.get('spec') or {}).get('source') or {}).get('persistentVolumeName') for va in vas
+                    if (va.get('spec') or {}).get('nodeName') in down) - set([None, ''])
+    pvs = []
+    for name in sorted(pv_names):
+        pv = api.get(resource_path('', 'v1', 'persistentvolumes', name), what=('PersistentVolume', name),
+                     missing_ok=True)
+        if pv is not None:
+            pvs.append(pv)
+    listed['pvs'] = len(pvs)
+
+    events = events_of(stuck, warnings)
+    first = diagnose(stuck, events, pvcs, pvs, vas, nodes, git_version=version, threshold=threshold, now=now)
+    images = rbd_images(first)
+    objects = dict(pods=[slim(p) for p in stuck], events=[slim(e) for e in events], pvcs=[slim(c) for c in pvcs],
+                   pvs=[slim(p) for p in pvs], volumeattachments=[slim(v) for v in vas],
+                   nodes=[slim(n) for n in nodes])
+    return dict(server_version=version, objects=objects, stuck=first,
+                images=images, node_addresses=addresses_by_node(nodes),
+                nodes_not_ready=down_node_volumes(nodes, list(down_pods.values()), pvcs, pvs, vas),
+                listed=listed)

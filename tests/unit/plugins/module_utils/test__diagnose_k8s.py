@@ -1,0 +1,382 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The reads of stuck_pods_info (_diagnose_k8s.gather) against a fake API server that applies
+field selectors and pages like the real one: what gather() returns, fed to the classification,
+gives what the classification gives on the whole cluster's lists (the old playbook's way)."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import datetime
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose
+from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import (
+    FIELD_SELECTORS,
+    POD_WARNINGS,
+    PODS_NOT_STARTED,
+    attachments_concerned,
+    check_namespace,
+    claim_refs,
+    events_of,
+    gather,
+    pods_named_by_warnings,
+    selector_fields,
+    slim,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import resource_path
+from ansible_collections.volfence.csi.plugins.module_utils._safety import down_node_volumes
+
+NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=datetime.timezone.utc)
+OLD = "2026-11-21T05:50:00Z"
+NEW = "2026-11-21T05:59:58Z"
+
+KINDS = {"pods": "Pod", "events": "Event", "nodes": "Node", "persistentvolumeclaims": "PersistentVolumeClaim",
+         "persistentvolumes": "PersistentVolume", "volumeattachments": "VolumeAttachment"}
+
+
+def _field(obj, path):
+    cur = obj
+    for part in path.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return "" if cur is None else str(cur)
+
+
+class FakeApi(object):
+    """Lists with field selectors (= and !=, only the fields the real API supports for the kind)
+    and limit/continue; GET by name; counts requests and objects sent."""
+
+    def __init__(self, objects, version="v1.30.2"):
+        self.objects = objects  # plural -> list
+        self.version = version
+        self.requests = []
+        self.sent = 0
+
+    def server_version(self):
+        self.requests.append(("GET", "/version", None))
+        return {"gitVersion": self.version}
+
+    def _parse(self, path):
+        parts = path.strip("/").split("/")
+        namespace = parts[parts.index("namespaces") + 1] if "namespaces" in parts else None
+        tail = parts[parts.index("namespaces") + 2:] if namespace else parts[2 if parts[0] == "api" else 3:]
+        return namespace, tail[0], (tail[1] if len(tail) > 1 else None)
+
+    def list(self, path, what=None, label_selector=None, field_selector=None, page=500):
+        namespace, plural, _name = self._parse(path)
+        assert label_selector is None
+        reqs = []
+        for part in (field_selector or "").split(","):
+            if not part:
+                continue
+            op = "!=" if "!=" in part else "="
+            field, value = part.split(op, 1)
+            supported = FIELD_SELECTORS.get(KINDS[plural], ("metadata.name", "metadata.namespace"))
+            assert field in supported, "the real API refuses field selector %s on %s" % (field, plural)
+            reqs.append((field, op, value))
+        items = [o for o in self.objects.get(plural, [])
+                 if (namespace is None or o["metadata"].get("namespace") == namespace)
+                 and all((_field(o, f) == v) == (op == "=") for f, op, v in reqs)]
+        out, start = [], 0
+        while True:  # one request per page, as KubeApi.list does
+            self.requests.append(("LIST", path, field_selector))
+            chunk = items[start:start + page]
+            out.extend(copy.deepcopy(chunk))
+            self.sent += len(chunk)
+            start += page
+            if start >= len(items):
+                return out
+
+    def get(self, path, what=None, missing_ok=False):
+        namespace, plural, name = self._parse(path)
+        self.requests.append(("GET", path, None))
+        for obj in self.objects.get(plural, []):
+            if obj["metadata"]["name"] == name and obj["metadata"].get("namespace") == namespace:
+                self.sent += 1
+                return copy.deepcopy(obj)
+        assert missing_ok
+        return None
+
+
+# --------------------------------------------------------------------------- building clusters
+
+def node(name, ready="True", ip=None):
+    return {"metadata": {"name": name, "managedFields": [{"manager": "kubelet"}]},
+            "status": {"addresses": [{"type": "InternalIP", "address": ip or "10.0.0.%d" % (1 + abs(hash(name)) % 200)}],
+                       "conditions": [{"type": "Ready", "status": ready}], "images": [{"names": ["big"]}]}}
+
+
+def pod(ns, name, node_name, claims=(), phase="Pending", waiting=None, created=OLD, deleting=False):
+    meta = {"name": name, "namespace": ns, "uid": "uid-%s-%s" % (ns, name), "creationTimestamp": created}
+    if deleting:
+        meta["deletionTimestamp"] = NEW
+    status = {"phase": phase}
+    if waiting:
+        status["containerStatuses"] = [{"name": "c", "state": {"waiting": {"reason": waiting}}}]
+    elif phase == "Running":
+        status["containerStatuses"] = [{"name": "c", "state": {"running": {}}}]
+    return {"metadata": meta, "spec": {"nodeName": node_name,
+                                       "volumes": [{"name": "v%d" % i, "persistentVolumeClaim": {"claimName": c}}
+                                                   for i, c in enumerate(claims)]},
+            "status": status}
+
+
+def pvc(ns, name, pv):
+    return {"metadata": {"name": name, "namespace": ns}, "spec": {"volumeName": pv}}
+
+
+def pv(name, kind, index):
+    if kind == "rbd-csi":
+        spec = {"csi": {"driver": "rbd.csi.ceph.com", "volumeHandle": "0001-0009-rook-0000000000000001-%04d" % index,
+                        "volumeAttributes": {"pool": "rbd", "imageName": "csi-vol-%04d" % index}}}
+    elif kind == "rbd-intree":
+        spec = {"rbd": {"pool": "rbd", "image": "kube-%04d" % index}}
+    elif kind == "csi":
+        spec = {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-%04d" % index}}
+    else:
+        spec = {"nfs": {"server": "nfs.example", "path": "/x%d" % index}}
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def va(name, pv_name, node_name):
+    return {"metadata": {"name": name}, "spec": {"attacher": "rbd.csi.ceph.com", "nodeName": node_name,
+                                                 "source": {"persistentVolumeName": pv_name}}}
+
+
+def event(ns, pod_obj_name, uid, reason, message, type_="Warning", kind="Pod", index=0):
+    return {"metadata": {"name": "%s.%d" % (pod_obj_name, index), "namespace": ns},
+            "involvedObject": {"kind": kind, "name": pod_obj_name, "namespace": ns, "uid": uid},
+            "reason": reason, "message": message, "type": type_}
+
+
+MESSAGES = ["rbd image rbd/x is still being used", "Multi-Attach error for volume", "rbd: image x is locked by other nodes",
+            "stat /var/lib/kubelet/x: transport endpoint is not connected", "something else"]
+
+
+@st.composite
+def clusters(draw):
+    """A cluster where kubelet behaves as it does: a container that cannot be created is
+    reported by a Warning "Failed" event, a Running pod (a container that ran before) that waits
+    for its volume by a FailedMount event; the evidence messages come in Warning events."""
+    node_names = ["node-%d" % i for i in range(draw(st.integers(1, 4)))]
+    nodes = [node(n, draw(st.sampled_from(["True", "True", "False", "Unknown"])), "10.0.0.%d" % (i + 1))
+             for i, n in enumerate(node_names)]
+    pvs, pvcs, vas, pods, events = [], [], [], [], []
+    namespaces = ["default", "shop"]
+    for i in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["rbd-csi", "rbd-intree", "csi", "other"]))
+        ns = draw(st.sampled_from(namespaces))
+        pv_name = "pv-%d" % i
+        if draw(st.booleans()) or i == 0:
+            pvs.append(pv(pv_name, kind, i))
+        pvcs.append(pvc(ns, "claim-%d" % i, pv_name if draw(st.integers(0, 5)) else None))
+        for node_name in draw(st.lists(st.sampled_from(node_names), max_size=2, unique=True)):
+            vas.append(va("csi-%d-%s" % (i, node_name), pv_name, node_name))
+    claims = [(c["metadata"]["namespace"], c["metadata"]["name"]) for c in pvcs]
+    for i in range(draw(st.integers(0, 10))):
+        ns = draw(st.sampled_from(namespaces))
+        own = [c for n, c in claims if n == ns]
+        chosen = draw(st.lists(st.sampled_from(own), max_size=2, unique=True)) if own else []
+        if draw(st.integers(0, 4)) == 0:
+            chosen.append("claim-missing")
+        phase = draw(st.sampled_from(["Pending", "Running", "Running", "Succeeded", "Failed", "Unknown"]))
+        waiting = draw(st.sampled_from([None, "ContainerCreating", "CreateContainerError", "CreateContainerConfigError",
+                                        "ImagePullBackOff"]))
+        if phase in ("Succeeded", "Failed"):
+            waiting = None  # a finished pod has no container waiting to start
+        name = "pod-%d" % i
+        p = pod(ns, name, draw(st.sampled_from(node_names + [None])), chosen, phase, waiting,
+                draw(st.sampled_from([OLD, NEW])), draw(st.integers(0, 5)) == 0)
+        pods.append(p)
+        uid = p["metadata"]["uid"]
+        if waiting in ("CreateContainerError", "CreateContainerConfigError"):
+            events.append(event(ns, name, uid, "Failed", "Error: failed to create the container", index=90))
+        elif waiting == "ContainerCreating" and phase == "Running":
+            # a restarted container waiting for its volume (a new sandbox): kubelet says why
+            events.append(event(ns, name, uid, "FailedMount", "MountVolume.SetUp failed", index=91))
+        for j in range(draw(st.integers(0, 2))):
+            events.append(event(ns, name, uid, draw(st.sampled_from(["FailedMount", "FailedAttachVolume", "Failed",
+                                                                     "Unhealthy", "BackOff"])),
+                                draw(st.sampled_from(MESSAGES)), index=j))
+        if draw(st.booleans()):
+            events.append(event(ns, name, uid, "Started", "Started container c", type_="Normal", index=50))
+    return dict(nodes=nodes, pods=pods, persistentvolumeclaims=pvcs, persistentvolumes=pvs,
+                volumeattachments=vas, events=events)
+
+
+def whole_cluster_way(objects, threshold, version="v1.30.2", namespaces=None):
+    """What the old playbook computed: the filters on the whole lists."""
+    pods = [p for p in objects["pods"] if not namespaces or p["metadata"]["namespace"] in namespaces]
+    return (diagnose(pods, objects["events"], objects["persistentvolumeclaims"], objects["persistentvolumes"],
+                     objects["volumeattachments"], objects["nodes"], git_version=version, threshold=threshold, now=NOW),
+            down_node_volumes(objects["nodes"], pods, objects["persistentvolumeclaims"],
+                              objects["persistentvolumes"], objects["volumeattachments"]))
+
+
+def selective_way(objects, threshold, namespaces=None, page=3):
+    api = FakeApi(objects)
+    got = gather(api, resource_path, namespaces=namespaces, threshold=threshold, page=page, now=NOW)
+    small = got["objects"]
+    again = diagnose(small["pods"], small["events"], small["pvcs"], small["pvs"], small["volumeattachments"],
+                     small["nodes"], git_version=got["server_version"], threshold=threshold, now=NOW)
+    return got, again, api
+
+
+@settings(max_examples=400, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.sampled_from([0, 120]), st.sampled_from([None, ["shop"], ["default", "shop"]]))
+def test_the_selective_reads_classify_as_the_whole_lists_do(objects, threshold, namespaces):
+    expected, expected_down = whole_cluster_way(objects, threshold, namespaces=namespaces)
+    got, again, _api = selective_way(objects, threshold, namespaces)
+    assert got["stuck"] == expected
+    assert again == expected
+    assert got["nodes_not_ready"] == expected_down
+    csi = []
+    for entry in expected:
+        for volume in entry["volumes"]:
+            if volume["kind"] == "rbd-csi" and volume["image"] not in csi:
+                csi.append(volume["image"])
+    assert got["images"]["rbd-csi"] == csi
+
+
+@settings(max_examples=100, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_with_watchers_the_small_inputs_classify_as_the_whole_lists_do(objects):
+    got, _again, _api = selective_way(objects, 0)
+    watchers = dict((img, [{"address": "10.0.0.1:0/1"}]) for img in got["images"]["rbd-csi"])
+    locks = dict((img, [{"id": "kubelet_lock_magic_node-0", "locker": "client.1", "address": "10.0.0.1:0/2"}])
+                 for img in got["images"]["rbd-intree"])
+    small = got["objects"]
+    expected = diagnose(objects["pods"], objects["events"], objects["persistentvolumeclaims"],
+                        objects["persistentvolumes"], objects["volumeattachments"], objects["nodes"],
+                        watchers=watchers, locks=locks, git_version="v1.30.2", threshold=0, now=NOW)
+    assert diagnose(small["pods"], small["events"], small["pvcs"], small["pvs"], small["volumeattachments"],
+                    small["nodes"], watchers=watchers, locks=locks, git_version="v1.30.2", threshold=0,
+                    now=NOW) == expected
+
+
+def big_cluster(workloads, stuck=40):
+    """`workloads` healthy pods with claims, PVs and attachments on Ready nodes; `stuck` more whose
+    node-down predecessor is Terminating on a dead node."""
+    nodes = [node("node-%02d" % i, ip="10.0.1.%d" % (i + 1)) for i in range(20)] + [node("dead", "Unknown", "10.0.2.1")]
+    objects = dict(nodes=nodes, pods=[], persistentvolumeclaims=[], persistentvolumes=[], volumeattachments=[],
+                   events=[])
+    for i in range(workloads + stuck):
+        ns = "ns-%d" % (i % 10)
+        objects["persistentvolumeclaims"].append(pvc(ns, "data-%d" % i, "pv-%d" % i))
+        objects["persistentvolumes"].append(pv("pv-%d" % i, "rbd-csi", i))
+        if i < workloads:
+            where = "node-%02d" % (i % 20)
+            objects["pods"].append(pod(ns, "app-%d" % i, where, ["data-%d" % i], "Running"))
+            objects["events"].append(event(ns, "app-%d" % i, "uid-%s-app-%d" % (ns, i), "Started", "Started",
+                                           type_="Normal"))
+        else:
+            where = "node-%02d" % (i % 20)
+            objects["pods"].append(pod(ns, "old-%d" % i, "dead", ["data-%d" % i], "Running", deleting=True))
+            new = pod(ns, "new-%d" % i, where, ["data-%d" % i], "Pending", "ContainerCreating")
+            objects["pods"].append(new)
+            objects["events"].append(event(ns, "new-%d" % i, new["metadata"]["uid"], "FailedMount",
+                                           "rbd image rbd/csi-vol-%04d is still being used" % i))
+            where = "dead"
+        objects["volumeattachments"].append(va("csi-%d" % i, "pv-%d" % i, where))
+    return objects
+
+
+@pytest.mark.parametrize("workloads", [200, 2000])
+def test_reads_grow_with_the_stuck_pods_not_with_the_cluster(workloads):
+    objects = big_cluster(workloads)
+    got, again, api = selective_way(objects, 120, page=500)
+    assert len(got["stuck"]) == 40 and all(d["incident"] == "seed-000" for d in got["stuck"])
+    assert again == got["stuck"]
+    assert [n["node"] for n in got["nodes_not_ready"]] == ["dead"]
+    # Pods: 40 stuck + 40 on the dead node; events: the 40 warnings; claims and PVs: 40 each.
+    assert got["listed"] == dict(pods=80, events=40, nodes=21, pvcs=40, pvs=40, volumeattachments=workloads + 40)
+    # What is returned does not grow with the cluster either.
+    assert len(got["objects"]["volumeattachments"]) == 40
+    assert all("images" not in n["status"] and "managedFields" not in n["metadata"] for n in got["objects"]["nodes"])
+
+
+def test_lists_are_paged_and_use_selectors_the_real_api_supports():
+    objects = big_cluster(30, stuck=7)
+    got, _again, api = selective_way(objects, 120, page=4)
+    lists = [r for r in api.requests if r[0] == "LIST"]
+    assert ("LIST", "/api/v1/pods", PODS_NOT_STARTED) in lists
+    assert ("LIST", "/api/v1/events", POD_WARNINGS) in lists
+    assert ("LIST", "/api/v1/pods", "spec.nodeName=dead") in lists
+    # 37 attachments in pages of 4: 10 requests
+    assert len([r for r in lists if r[1] == "/apis/storage.k8s.io/v1/volumeattachments"]) == 10
+    assert len(got["stuck"]) == 7
+
+
+def test_namespaces_are_read_one_by_one():
+    objects = big_cluster(20, stuck=10)
+    got, _again, api = selective_way(objects, 120, namespaces=["ns-3", "ns-1"])
+    paths = set(r[1] for r in api.requests if r[0] == "LIST")
+    assert "/api/v1/namespaces/ns-1/pods" in paths and "/api/v1/namespaces/ns-3/events" in paths
+    assert "/api/v1/pods" not in paths and "/api/v1/events" not in paths
+    assert sorted(set(d["namespace"] for d in got["stuck"])) == ["ns-1", "ns-3"]
+
+
+def test_a_running_pod_is_read_only_when_a_warning_names_it():
+    objects = dict(nodes=[node("a")], persistentvolumeclaims=[], persistentvolumes=[], volumeattachments=[],
+                   pods=[pod("default", "fuse", "a", phase="Running", waiting="CreateContainerError"),
+                         pod("default", "fine", "a", phase="Running")],
+                   events=[event("default", "fuse", "uid-default-fuse", "Failed",
+                                 "Error: stat /mnt: transport endpoint is not connected")])
+    got, _again, api = selective_way(objects, 120)
+    assert [d["pod"] for d in got["stuck"]] == ["fuse"] and got["stuck"][0]["incident"] == "seed-002"
+    assert ("GET", "/api/v1/namespaces/default/pods/fuse", None) in api.requests
+    assert not any("fine" in r[1] for r in api.requests)
+
+
+def test_selector_fields_are_all_supported_by_the_real_api():
+    assert selector_fields(PODS_NOT_STARTED) == ["status.phase"] * 3
+    assert set(selector_fields(PODS_NOT_STARTED)) <= set(FIELD_SELECTORS["Pod"])
+    assert set(selector_fields(POD_WARNINGS)) <= set(FIELD_SELECTORS["Event"])
+    assert "spec.nodeName" in FIELD_SELECTORS["Pod"]
+
+
+def test_pods_named_by_warnings():
+    events = [event("a", "p1", "u1", "Failed", "Error: x"),
+              event("a", "p2", "u2", "Unhealthy", "Readiness probe failed"),
+              event("b", "p3", "u3", "Unhealthy", "ls: transport endpoint is not connected"),
+              event("a", "p4", "u4", "FailedMount", "x", kind="Node")]
+    assert pods_named_by_warnings(events) == [("a", "p1"), ("b", "p3")]
+    assert pods_named_by_warnings(None) == []
+
+
+def test_events_of_claims_and_attachments():
+    p = pod("a", "p", "n", ["c1", "c2"])
+    e1 = event("a", "p", p["metadata"]["uid"], "FailedMount", "m")
+    e2 = event("a", "p", "another-uid", "FailedMount", "m")
+    e3 = event("a", "q", "uq", "FailedMount", "m")
+    e4 = {"involvedObject": {"name": "p"}, "message": "no uid"}
+    assert events_of([p], [e1, e2, e3, e4]) == [e1, e4]
+    eph = pod("a", "e", "n")
+    eph["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {}}]
+    assert claim_refs([p, eph]) == [("a", "c1"), ("a", "c2"), ("a", "e-scratch")]
+    vas = [va("x", "pv-1", "n1"), va("y", "pv-2", "dead"), va("z", "pv-3", "n1")]
+    assert attachments_concerned(vas, {"pv-1"}, {"dead"}) == vas[:2]
+
+
+def test_slim_drops_only_what_no_rule_reads():
+    n = node("a")
+    n["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "1"}
+    out = slim(n)
+    assert "managedFields" not in out["metadata"] and "images" not in out["status"]
+    assert out["metadata"]["annotations"] == {"keep": "1"}
+    assert out["status"]["addresses"] == n["status"]["addresses"]
+    assert "managedFields" in n["metadata"]  # the input is left as it was
+    assert slim("x") == "x"
+
+
+@pytest.mark.parametrize("name", ["default", "a-1", "x" * 63])
+def test_check_namespace_accepts(name):
+    assert check_namespace(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "Default", "-a", "a_b", "x" * 64, None, "a/b"])
+def test_check_namespace_refuses_in_the_users_words(name):
+    with pytest.raises(ValueError, match="is not a namespace name"):
+        check_namespace(name)
