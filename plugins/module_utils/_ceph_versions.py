@@ -251,8 +251,9 @@ def unreadable_key_message(entity, where, key, client, command_prefix=False):
         newer = 'the cluster\'s own release'
     return ('cannot connect as %s: the key in %s is %s; this client, %s, cannot read it. Ways out: run the Ceph '
             'modules with a newer client (the python3-rados/python3-rbd bindings or ceph-common of %s, for example '
-            'in the execution environment); or use backend=cli with command_prefix to run the cluster\'s own tools, '
-            '%s on a cephadm host or %s with Rook%s. Nothing was changed.'
+            'in the execution environment); or use backend=cli with a command_prefix that runs the cluster\'s own '
+            'tools: cephadm shell on a cephadm host (command_prefix: %s) or the Rook toolbox (command_prefix: %s)%s. '
+            'Nothing was changed.'
             % (entity, where, cluster, describe_client(client), newer, CEPHADM_PREFIX, ROOK_TOOLBOX_PREFIX,
                ' (the prefix given runs a client too old as well)' if command_prefix else ''))
 

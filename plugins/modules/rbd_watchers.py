@@ -234,12 +234,14 @@ versions:
   type: dict
   contains:
     client:
+      returned: always
       description:
         - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
           are its Ceph release (null with C(error) when it could not be read).
       type: dict
       sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
     cluster:
+      returned: always
       description:
         - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
           C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)

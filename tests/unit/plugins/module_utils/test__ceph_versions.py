@@ -90,6 +90,9 @@ def test_keyring_candidates_follow_ceph(tmp_path):
     (V16, '16.2.15', 'pacific'),
     (V18, '18.2.7', 'reef'),
     (V20 + '\n', '20.2.4', 'tentacle'),
+    # Debian forky's 20.2.4 daemons, as `ceph versions` names them on the lab
+    ('ceph version 20.2.4 (7f793731f1b39eb4f465e960113d2363c311b964) tentacle (stable - RelWithDebInfo)',
+     '20.2.4', 'tentacle'),
     ('ceph version 20.2.4 tentacle', '20.2.4', 'tentacle'),
     ('19.2.6', '19.2.6', 'squid'),
 ])
@@ -132,7 +135,8 @@ def test_message_names_both_versions_and_the_ways_out():
     assert 'Ceph 16.2.15 pacific (the rados/rbd Python bindings of this Python)' in msg
     assert 'aes256k' in msg and 'Ceph >= 19.2.6 (Squid) or >= 20.2.4 (Tentacle)' in msg
     assert '/lab/ceph.client.admin.keyring' in msg and 'client.admin' in msg
-    assert '[cephadm, shell, --]' in msg and 'deploy/rook-ceph-tools' in msg and 'backend=cli' in msg
+    assert 'cephadm shell on a cephadm host (command_prefix: [cephadm, shell, --])' in msg
+    assert 'deploy/rook-ceph-tools' in msg and 'backend=cli' in msg
     assert 'Nothing was changed' in msg
     cli = unreadable_key_message('client.admin', 'k', key, client_info('cli', V18))
     assert 'Ceph 18.2.7 reef (the ceph/rbd command line tools)' in cli
