@@ -418,3 +418,85 @@ def test_I8_every_ceph_call_is_bounded_by_timeout_in_both_backends():
         for option in ('--client_mount_timeout', '--rados_mon_op_timeout', '--rados_osd_op_timeout'):
             assert argv[argv.index(option) + 1] == '7'
     assert cli.base('ceph')[cli.base('ceph').index('--connect-timeout') + 1] == '7'
+
+
+# ----------------------------------------------------------------------------- issue 12: releases and keys
+
+# What Pacific's `ceph` printed on the lab, given a keyring whose key is Tentacle's aes256k (rc 1).
+PACIFIC_STDERR_ON_AES256K = (
+    '2026-11-23T04:17:45.722+0000 7f86eec9d6c0 -1 auth: error parsing file /k: error setting modifier for '
+    '[client.admin] type=key val=AgBCvgNrW4UgGSAAmJHqK4GMyUWfPzJjUR1ALO46dmBqWK0qdpZXB0Hbc3Q=: Malformed input\n'
+    '2026-11-23T04:17:45.722+0000 7f86eec9d6c0 -1 auth: failed to load /k: (5) Input/output error\n'
+    '2026-11-23T04:17:45.730+0000 7f86eec9d6c0 -1 monclient: keyring not found\n'
+    '[errno 5] RADOS I/O error (error connecting to the cluster)\n')
+AES256K_KEYRING = '[client.admin]\n\tkey = AgBCvgNrW4UgGSAAmJHqK4GMyUWfPzJjUR1ALO46dmBqWK0qdpZXB0Hbc3Q=\n'
+AES_KEYRING = '[client.admin]\n\tkey = AQBEvgNrCcm9OBAA11uSxfmFoNsqfRlRDPooVg==\n'
+
+
+def scripted(answers):
+    """A CLI runner: `ceph --version` and mon commands answered from (words, rc, out, err)."""
+    calls = []
+
+    def run(argv, timeout):
+        calls.append(argv)
+        for words, rc, out, err in answers:
+            if all(w in argv for w in words):
+                return rc, out, err
+        raise AssertionError('unexpected call %r' % (argv,))
+    return run, calls
+
+
+def test_cli_versions_from_ceph_version_and_the_versions_command():
+    v20 = 'ceph version 20.2.4 (7f793731f1b39eb4f465e960113d2363c311b964) tentacle (stable - RelWithDebInfo)'
+    runner, calls = scripted([
+        (['--version'], 0, 'ceph version 18.2.7 (6b0e988052ec84cf2d4a54ff9bbbc5e720b621ad) reef (stable)\n', ''),
+        (['versions'], 0, json.dumps({'mon': {v20: 1}, 'osd': {v20: 1}, 'overall': {v20: 2}}), ''),
+    ])
+    client = CliBackend(CephSettings(params(command_prefix=['cephadm', 'shell', '--'])), runner=runner)
+    assert client.versions() == dict(
+        client=dict(backend='cli', version='18.2.7', release='reef', error=None),
+        cluster=dict(version='20.2.4', release='tentacle', versions=['20.2.4'], mixed=False, error=None))
+    assert calls[0] == ['cephadm', 'shell', '--', 'ceph', '--version']  # the prefix's own tools
+
+
+def test_cli_cluster_version_falls_back_to_the_version_command():
+    runner, _calls = scripted([
+        (['versions'], 13, '', 'Error EACCES: access denied'),
+        (['version'], 0, '{"version":"ceph version 16.2.15 (618f440892089921c3e944a991122ddc44e60516) pacific '
+                         '(stable)"}', ''),
+    ])
+    client = CliBackend(CephSettings(params()), runner=runner)
+    info = client.cluster_version()
+    assert info['version'] == '16.2.15' and info['release'] == 'pacific' and info['error'] is None
+
+
+def test_cli_unreadable_key_fails_with_both_versions(tmp_path):
+    keyring = tmp_path / 'ceph.client.admin.keyring'
+    keyring.write_text(AES256K_KEYRING)
+    runner, _calls = scripted([
+        (['--version'], 0, 'ceph version 16.2.15 (618f440892089921c3e944a991122ddc44e60516) pacific (stable)\n', ''),
+        (['osd', 'blocklist', 'ls'], 1, '', PACIFIC_STDERR_ON_AES256K),
+    ])
+    client = CliBackend(CephSettings(params(keyring=str(keyring))), runner=runner)
+    with pytest.raises(CephConnectionError) as caught:
+        client.mon(blocklist_ls_command())
+    msg = caught.value.msg
+    assert msg.startswith('cannot connect as client.admin: the key in %s is an aes256k key' % keyring)
+    assert 'Ceph 16.2.15 pacific (the ceph/rbd command line tools)' in msg and 'cephadm shell' in msg
+    assert caught.value.versions['client']['version'] == '16.2.15'
+    assert caught.value.versions['cluster']['version'] is None
+    assert 'error connecting to the cluster' in caught.value.versions['cluster']['error']
+    assert caught.value.rc == 1 and 'failed to load' in caught.value.stderr
+
+
+def test_cli_connect_failure_with_a_readable_key_keeps_cephs_own_message(tmp_path):
+    keyring = tmp_path / 'ceph.client.admin.keyring'
+    keyring.write_text(AES_KEYRING)
+    runner, _calls = scripted([
+        (['--version'], 0, 'ceph version 16.2.15 (618f440892089921c3e944a991122ddc44e60516) pacific (stable)\n', ''),
+        (['osd', 'blocklist', 'ls'], 1, '', '[errno 5] RADOS I/O error (error connecting to the cluster)\n'),
+    ])
+    client = CliBackend(CephSettings(params(keyring=str(keyring))), runner=runner)
+    with pytest.raises(CephCommandError) as caught:
+        client.mon(blocklist_ls_command())
+    assert 'aes256k' not in caught.value.msg and 'error connecting to the cluster' in caught.value.msg
