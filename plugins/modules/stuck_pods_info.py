@@ -119,7 +119,7 @@ images:
       type: list
       elements: str
 node_addresses:
-  description: Every IP each node lists, C({node: [IP, ...]}), for the C(node_addresses) option of the Ceph modules.
+  description: Every IP each node lists, by node name, for the C(node_addresses) option of the Ceph modules.
   returned: success
   type: dict
   sample: {node-a: [10.0.0.11], node-b: [10.0.0.12]}
