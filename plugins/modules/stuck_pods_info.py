@@ -218,9 +218,10 @@ def main():
                         page=p['page_size'])
     except K8sError as exc:
         module.fail_json(**exc.fail_kwargs())
-    images = result.pop('images')
-    module.exit_json(changed=False, images=dict(rbd_csi=images['rbd-csi'], rbd_intree=images['rbd-intree']),
-                     requests=api.requests, **result)
+    module.exit_json(changed=False, server_version=result['server_version'], stuck=result['stuck'],
+                     images=dict(rbd_csi=result['images']['rbd-csi'], rbd_intree=result['images']['rbd-intree']),
+                     node_addresses=result['node_addresses'], nodes_not_ready=result['nodes_not_ready'],
+                     objects=result['objects'], listed=result['listed'], requests=api.requests)
 
 
 if __name__ == '__main__':
