@@ -42,3 +42,30 @@ def lab_release_cli_first(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", str(folder) + os.pathsep + os.environ.get("PATH", ""))
         yield
+
+
+def inside_release_root():
+    """Whether this Python runs inside the lab release's root (<lab>/ceph-bin/ceph-python3 does,
+    as make test runs these tests), where the lab's wrappers cannot start again."""
+    env = read_lab_env() or {}
+    root = ceph_releases.root_path(env["LAB_CEPH"]) if env.get("LAB_CEPH") else None
+    if not root:
+        return False
+    try:
+        here, there = os.stat("/"), os.stat(root)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lab_tools_of_the_root():
+    """Inside the release's root the lab's own CLI calls (labtools.Lab.cli) use the root's
+    /usr/bin tools, the same release, instead of the wrappers."""
+    if not inside_release_root():
+        yield
+        return
+    import labtools
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(labtools.Lab, "tool", lambda self, name: "/usr/bin/" + name)
+        yield
