@@ -177,8 +177,12 @@ def run_role(workdir, playbook):
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", playbook], cwd=REPO,
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
     elapsed = time.time() - started
+    if os.environ.get("BENCH_NODE_FENCES_KEEP"):
+        with open(os.path.join(os.environ["BENCH_NODE_FENCES_KEEP"], "run-%d.out" % int(started)), "w") as handle:
+            handle.write(proc.stdout)
     try:
-        data = json.loads(proc.stdout[proc.stdout.index("{"):])
+        # raw_decode: a profiling callback (ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks) may print around it
+        data = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])[0]
     except ValueError:
         sys.exit("bench_node_fences: ansible-playbook printed no JSON (rc=%d): %s %s"
                  % (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))

@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: the plan of the node_fences role (one Unfenced NetworkFence per node).
+
+A pure function over plain data (Node and NetworkFence objects as JSON, the role's variables); no
+I/O. The role reaches it through the filter volfence.csi.node_fences_plan and hands its entries to
+one call of volfence.csi.networkfence, which validates and carries them out.
+
+Rules: a node's fence is created Unfenced; an existing Unfenced fence of the set gets its CIDRs and
+labels updated (never its fenceState); a Fenced fence is left alone entirely; with prune, a fence of
+the set whose node no longer exists (or whose node now has a fence of another name, after a change of
+the name prefix) is deleted if Unfenced, and if Fenced only with prune_fenced (the module then
+unfences it before deleting it). Fences without the role's labels, or of another set, are never
+changed or deleted.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import hashlib
+import re
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses
+
+MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
+MANAGED_BY = 'volfence.csi.node_fences'
+SET_LABEL = 'node-fences.volfence.io/set'
+NODE_LABEL = 'node-fences.volfence.io/node'
+
+MAX_LABEL_VALUE = 63
+MAX_NAME = 253
+_CUT_NAME = 242
+_TRAILING_SEPARATORS = re.compile(r'[-.]+$')
+
+
+def _sha256(text):
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def node_key(node):
+    """The node label value of a node's fence: its name, or a hash for names over 63 characters."""
+    return node if len(node) <= MAX_LABEL_VALUE else _sha256(node)[:40]
+
+
+def fence_name(prefix, node):
+    """prefix + node name; over 253 characters cut to 242 (without trailing '-'/'.') plus '-' and a hash."""
+    full = prefix + node
+    if len(full) <= MAX_NAME:
+        return full
+    return _TRAILING_SEPARATORS.sub('', full[:_CUT_NAME]) + '-' + _sha256(node)[:10]
+
+
+def host_cidr(ip):
+    """The host CIDR of an IP: /128 for IPv6, /32 for IPv4."""
+    return '%s/%d' % (ip, 128 if ':' in ip else 32)
+
+
+def _name(obj):
+    return ((obj or {}).get('metadata') or {}).get('name')
+
+
+def _labels(obj):
+    return ((obj or {}).get('metadata') or {}).get('labels') or {}
+
+
+def _fenced(fence):
+    return ((fence or {}).get('spec') or {}).get('fenceState') == 'Fenced'
+
+
+def is_ours(fence, fence_set):
+    """Whether the fence carries the role's labels of this set (the only fences it may change)."""
+    labels = _labels(fence)
+    return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(SET_LABEL) == fence_set
+
+
+def plan(nodes, fences, all_nodes=None, state='present', node_selector='', address_types=('InternalIP',),
+         extra_cidrs=None, name_prefix='volfence-', fence_set='default', labels=None, prune=True,
+         prune_fenced=False):
+    """The node_fences plan.
+
+    nodes: the selected Node objects (ignored with state absent); fences: every NetworkFence;
+    all_nodes: every Node, or None when not read (needed only to prune with a node selector).
+
+    Returns {nodes, entries, fenced, kept_fenced, pruned, nodes_without_addresses, conflicts,
+    needs_all_nodes, warnings}: entries are volfence.csi.networkfence `fences` items; needs_all_nodes
+    says that a fence of the set belongs to a node that is not selected, so every node must be read
+    (then plan again with all_nodes) to tell a deleted node from an unselected one.
+    """
+    present = state == 'present'
+    selected = list(nodes or []) if present else []
+    types = list(address_types or [])
+    extra_cidrs = extra_cidrs or {}
+    fences = list(fences or [])
+    by_name = dict((_name(f), f) for f in fences)
+    # API order is by name; sorting makes the plan independent of the order it was given in.
+    ours = sorted((f for f in fences if is_ours(f, fence_set)), key=_name)
+    our_names = set(_name(f) for f in ours)
+
+    addresses = {}
+    for node in selected:
+        addresses[_name(node)] = [str(ip) for kind, ip in node_addresses(node) if not types or kind in types]
+
+    out = dict(nodes=len(selected), entries=[], fenced=[], kept_fenced=[], pruned=[], nodes_without_addresses=[],
+               conflicts=[], needs_all_nodes=False, warnings=[])
+    wanted = {}
+    for node in sorted(addresses, key=lambda n: (n.lower(), n)):
+        key = node_key(node)
+        name = fence_name(name_prefix, node)
+        wanted[key] = name
+        cidrs = [host_cidr(ip) for ip in addresses[node]] + [str(c) for c in extra_cidrs.get(node) or []]
+        fence_labels = dict(labels or {})
+        fence_labels.update({MANAGED_BY_LABEL: MANAGED_BY, SET_LABEL: fence_set, NODE_LABEL: key})
+        existing = by_name.get(name)
+        if existing is not None and name not in our_names:
+            out['conflicts'].append(name)
+        elif existing is not None and _fenced(existing):
+            out['fenced'].append(name)
+        elif not cidrs:
+            out['nodes_without_addresses'].append(node)
+        elif existing is not None:
+            out['entries'].append(dict(name=name, cidrs=cidrs, labels=fence_labels))
+        else:
+            out['entries'].append(dict(name=name, cidrs=cidrs, labels=fence_labels, fence_state='Unfenced'))
+
+    all_keys = None if all_nodes is None else set(node_key(_name(n)) for n in all_nodes)
+    for fence in ours:
+        name = _name(fence)
+        key = _labels(fence).get(NODE_LABEL, '')
+        orphan = False
+        if not present:
+            orphan = True
+        elif not prune:
+            pass
+        elif key in wanted:
+            orphan = wanted[key] != name
+        elif all_keys is None:
+            if node_selector:
+                out['needs_all_nodes'] = True
+            else:
+                orphan = True
+        elif key not in all_keys:
+            orphan = True
+        if not orphan:
+            continue
+        if (fence.get('metadata') or {}).get('deletionTimestamp'):
+            out['warnings'].append(name + ' is already being deleted')
+        elif _fenced(fence) and not prune_fenced:
+            out['kept_fenced'].append(name)
+        else:
+            out['pruned'].append(name)
+            out['entries'].append(dict(name=name, state='absent'))
+    return out
