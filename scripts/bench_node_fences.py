@@ -5,6 +5,7 @@
 """Benchmark the volfence.csi.node_fences role: 1,000 nodes, one Unfenced NetworkFence each.
 
     /usr/bin/python3 scripts/bench_node_fences.py [--nodes 1000] [--prune 10] [--goal-seconds 20]
+        [--again-goal-seconds 5] [--repeat 3]
 
 It needs no lab: it starts its own Kubernetes API emulator (tests/lab/kubeemu, a separate process on
 a free loopback port) with the CSI-Addons CRDs of the lab, --nodes Ready nodes (InternalIP
@@ -19,9 +20,11 @@ result included), through ansible-playbook from the project virtualenv:
               emulator's request log, GET /_emulator/requests);
 3. prune:     --prune nodes are deleted; the next run deletes exactly their fences.
 
-Ansible's own start-up is included in the timings. Results: .cache/bench/node_fences.json and a
-table on stdout. Exit status 1 when a goal is missed (converge within --goal-seconds, zero writes
-on the second run, exactly --prune deletes on the third).
+Ansible's own start-up is included in the timings. --repeat rounds (default 3), each on a fresh
+emulator; the medians count, printed with the machine's load average (the timings depend on it).
+Results: .cache/bench/node_fences.json and a table on stdout. Exit status 1 when a goal is missed
+(median converge within --goal-seconds, median second run within --again-goal-seconds (issue 13:
+5 s), zero writes on every second run, exactly --prune deletes on every third).
 """
 
 import argparse
@@ -29,6 +32,7 @@ import http.client
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -207,21 +211,12 @@ def writes_since(api, seq):
             max([seq] + [r["seq"] for r in items]))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--prune", type=int, default=10, help="nodes deleted before the third run")
-    parser.add_argument("--goal-seconds", type=float, default=20.0)
-    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "node_fences.json"))
-    args = parser.parse_args(argv)
-    if not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")):
-        sys.exit("bench_node_fences: no project virtualenv: run `make setup` first")
-    if not os.path.exists(os.path.join(REPO, ".cache", "collections", "ansible_collections", "volfence", "csi")):
-        sys.exit("bench_node_fences: .cache/collections does not link the checkout: run `make setup` first")
-
+def bench_once(args):
+    """One round on a fresh emulator: converge, again, prune. Returns {runs, pruned, stand_in_answers}."""
     workdir = tempfile.mkdtemp(prefix="bench-node-fences-")
     emulator, kubeconfig, port = start_emulator(workdir)
     stand_in = StandIn(port)
+    results = {"runs": {}}
     try:
         api = Api(port)
         seed(api, args.nodes)
@@ -230,7 +225,6 @@ def main(argv=None):
         with open(playbook, "w") as handle:
             handle.write(PLAYBOOK.format(python=json.dumps(os.path.join(VENV_BIN, "python")), cls=CLASS,
                                          kubeconfig=json.dumps(kubeconfig)))
-        results = {"nodes": args.nodes, "goal_seconds": args.goal_seconds, "runs": {}}
         seq = writes_since(api, 0)[2]
 
         def run(name):
@@ -262,31 +256,64 @@ def main(argv=None):
         except subprocess.TimeoutExpired:
             emulator.kill()
         shutil.rmtree(workdir, ignore_errors=True)
+    return results
 
-    runs = results["runs"]
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--prune", type=int, default=10, help="nodes deleted before the third run")
+    parser.add_argument("--goal-seconds", type=float, default=20.0, help="goal of the converge run")
+    parser.add_argument("--again-goal-seconds", type=float, default=5.0,
+                        help="goal of the second run (nothing to write)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds on fresh emulators; the medians count")
+    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "node_fences.json"))
+    args = parser.parse_args(argv)
+    if not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")):
+        sys.exit("bench_node_fences: no project virtualenv: run `make setup` first")
+    if not os.path.exists(os.path.join(REPO, ".cache", "collections", "ansible_collections", "volfence", "csi")):
+        sys.exit("bench_node_fences: .cache/collections does not link the checkout: run `make setup` first")
+
+    load_before = os.getloadavg()
+    rounds = [bench_once(args) for _i in range(max(1, args.repeat))]
+    load_after = os.getloadavg()
+    names = ("converge", "again", "prune")
+    medians = dict((name, statistics.median(r["runs"][name]["seconds"] for r in rounds)) for name in names)
+    results = {"nodes": args.nodes, "goal_seconds": args.goal_seconds, "again_goal_seconds": args.again_goal_seconds,
+               "repeat": len(rounds), "rounds": rounds, "median_seconds": medians,
+               "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
+               "cpus": os.cpu_count()}
+
     goals = {
-        "converge_seconds": runs["converge"]["seconds"] <= args.goal_seconds
-        and runs["converge"]["summary"]["created"] == args.nodes,
-        "second_run_zero_writes": runs["again"]["writes"] == 0 and runs["again"]["summary"]["unchanged"] == args.nodes,
-        "prune_deletes_exactly": runs["prune"]["summary"]["deleted"] == args.prune
-        and runs["prune"]["writes_by_method"] == ({"DELETE": args.prune} if args.prune else {}),
+        "converge_seconds": medians["converge"] <= args.goal_seconds
+        and all(r["runs"]["converge"]["summary"]["created"] == args.nodes for r in rounds),
+        "again_seconds": medians["again"] <= args.again_goal_seconds,
+        "second_run_zero_writes": all(r["runs"]["again"]["writes"] == 0
+                                      and r["runs"]["again"]["summary"]["unchanged"] == args.nodes for r in rounds),
+        "prune_deletes_exactly": all(r["runs"]["prune"]["summary"]["deleted"] == args.prune
+                                     and r["runs"]["prune"]["writes_by_method"] == ({"DELETE": args.prune} if args.prune else {})
+                                     for r in rounds),
     }
     results["goals"] = goals
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w") as handle:
         json.dump(results, handle, indent=2, sort_keys=True)
 
-    print("node_fences role, %d nodes (own emulator + controller stand-in; Ansible start-up included)" % args.nodes)
-    print("%-10s %8s %9s %7s  %s" % ("run", "seconds", "requests", "writes", "role summary"))
-    for name in ("converge", "again", "prune"):
-        r = runs[name]
+    print("node_fences role, %d nodes (own emulator + controller stand-in; Ansible start-up included); %d round(s), "
+          "%d CPUs, load average %.2f before, %.2f after" % (args.nodes, len(rounds), os.cpu_count() or 0,
+                                                              load_before[0], load_after[0]))
+    print("%-10s %8s %-22s %9s %7s  %s" % ("run", "median s", "each round", "requests", "writes", "role summary (last round)"))
+    for name in names:
+        r = rounds[-1]["runs"][name]
         s = r["summary"]
-        print("%-10s %8.2f %9d %7d  created %d, updated %d, deleted %d, unchanged %d" % (
-            name, r["seconds"], r["requests"], r["writes"], s["created"], s["updated"], s["deleted"], s["unchanged"]))
-    print("goals: converge <= %.0f s: %s; second run writes nothing: %s; prune deletes exactly %d: %s" % (
-        args.goal_seconds, "ok" if goals["converge_seconds"] else "MISSED",
-        "ok" if goals["second_run_zero_writes"] else "MISSED", args.prune,
-        "ok" if goals["prune_deletes_exactly"] else "MISSED"))
+        print("%-10s %8.2f %-22s %9d %7d  created %d, updated %d, deleted %d, unchanged %d" % (
+            name, medians[name], " ".join("%.2f" % x["runs"][name]["seconds"] for x in rounds), r["requests"], r["writes"],
+            s["created"], s["updated"], s["deleted"], s["unchanged"]))
+    print("goals: converge <= %.0f s: %s; second run <= %.0f s: %s; second run writes nothing: %s; "
+          "prune deletes exactly %d: %s" % (
+              args.goal_seconds, "ok" if goals["converge_seconds"] else "MISSED", args.again_goal_seconds,
+              "ok" if goals["again_seconds"] else "MISSED", "ok" if goals["second_run_zero_writes"] else "MISSED",
+              args.prune, "ok" if goals["prune_deletes_exactly"] else "MISSED"))
     print("results: %s" % os.path.relpath(args.output, REPO))
     return 0 if all(goals.values()) else 1
 

@@ -290,8 +290,10 @@ def node(name, *addresses):
     return {'metadata': {'name': name}, 'status': {'addresses': [{'type': t, 'address': a} for t, a in addresses]}}
 
 
-def fence(name, state='Unfenced', key=None, labels=OURS):
-    labels = dict(labels, **{nf.NODE_LABEL: key}) if key is not None else dict(labels)
+def fence(name, state='Unfenced', key=None, labels=None):
+    labels = dict(OURS if labels is None else labels)
+    if key is not None:
+        labels[nf.NODE_LABEL] = key
     return {'metadata': {'name': name, 'labels': labels}, 'spec': {'fenceState': state, 'cidrs': ['10.0.0.1/32']}}
 
 
