@@ -12,8 +12,8 @@ Rules: a node's fence is created Unfenced; an existing Unfenced fence of the set
 labels updated (never its fenceState); a Fenced fence is left alone entirely; with prune, a fence of
 the set whose node no longer exists (or whose node now has a fence of another name, after a change of
 the name prefix) is deleted if Unfenced, and if Fenced only with prune_fenced (the module then
-unfences it before deleting it). Fences without the role's labels, or of another set, are never
-changed or deleted.
+unfences it before deleting it); the fence of a selected node is never pruned, whatever its node
+label says. Fences without the role's labels, or of another set, are never changed or deleted.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -125,12 +125,18 @@ def plan(nodes, fences, all_nodes=None, state='present', node_selector='', addre
             out['entries'].append(dict(name=name, cidrs=cidrs, labels=fence_labels, fence_state='Unfenced'))
 
     all_keys = None if all_nodes is None else set(node_key(_name(n)) for n in all_nodes)
+    wanted_names = set(wanted.values())
     for fence in ours:
         name = _name(fence)
         key = _labels(fence).get(NODE_LABEL, '')
         orphan = False
         if not present:
             orphan = True
+        elif name in wanted_names:
+            # A selected node's own fence, whatever its node label says (missing, or another node's):
+            # it is updated above (labels included), never pruned. The retired template pruned it too,
+            # so the one module call got the name twice and failed.
+            pass
         elif not prune:
             pass
         elif key in wanted:

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node_fences plan (plugins/module_utils/_node_fences.py, filter volfence.csi.node_fences_plan).
+A controller test (it renders with Ansible's Templar), hence under filter/, not module_utils/.
 
 It replaced roles/node_fences/templates/plan.json.j2 (issue 16). That template is kept as a fixture
 (fixtures/node_fences_plan.json.j2, exactly the last version the role used) and rendered by Ansible's
@@ -143,8 +144,29 @@ def render_template(selected, fences, all_nodes, options):
 @settings(max_examples=400, **SETTINGS)
 @given(clusters())
 def test_the_python_plan_decides_exactly_what_the_template_decided(cluster):
+    """Exactly, except where the template was wrong: it treated the fence of a selected node as an orphan
+    when that fence's node label was missing or named another node. An Unfenced one was both updated
+    and pruned (the one module call got its name twice and failed), a Fenced one was unfenced and
+    deleted with prune_fenced (and with a node selector every node was read for it). The Python plan
+    never prunes a selected node's own fence."""
     selected, fences, all_nodes, options = cluster
-    assert PLAN(selected, fences, all_nodes, **options) == render_template(selected, fences, all_nodes, options)
+    plan = PLAN(selected, fences, all_nodes, **options)
+    template = render_template(selected, fences, all_nodes, options)
+    own = set(nf.fence_name(options['name_prefix'], n['metadata']['name']) for n in selected) \
+        if options['state'] == 'present' else set()
+    for key in ('pruned', 'kept_fenced'):
+        assert not own & set(plan[key])
+        template[key] = [name for name in template[key] if name not in own]
+    assert not [w for w in plan['warnings'] if w.split(' ')[0] in own]
+    template['warnings'] = [w for w in template['warnings'] if w.split(' ')[0] not in own]
+    template['entries'] = [e for e in template['entries'] if not (e['name'] in own and e.get('state') == 'absent')]
+    if template['needs_all_nodes'] and not plan['needs_all_nodes']:
+        # the template also read every node for such a fence, the Python plan only for other nodes' fences
+        keys = set(nf.node_key(n['metadata']['name']) for n in selected)
+        assert not [f for f in fences if nf.is_ours(f, 'default') and f['metadata']['name'] not in own
+                    and f['metadata']['labels'].get(nf.NODE_LABEL, '') not in keys]
+        template['needs_all_nodes'] = False
+    assert plan == template
 
 
 def test_the_template_equivalence_covers_every_outcome():
@@ -295,16 +317,6 @@ def fence(name, state='Unfenced', key=None, labels=None):
     if key is not None:
         labels[nf.NODE_LABEL] = key
     return {'metadata': {'name': name, 'labels': labels}, 'spec': {'fenceState': state, 'cidrs': ['10.0.0.1/32']}}
-
-
-def test_names_keys_and_cidrs():
-    long_name = 'n' * 250
-    assert nf.node_key('worker-1') == 'worker-1'
-    assert nf.node_key(long_name) == hashlib.sha256(long_name.encode()).hexdigest()[:40]
-    cut = nf.fence_name('volfence-', 'a' * 232 + '.-' + 'b' * 19)
-    assert len(cut) == 242 - 1 + 11 and cut.endswith('-' + hashlib.sha256(('a' * 232 + '.-' + 'b' * 19).encode()).hexdigest()[:10])
-    assert '.-' not in cut
-    assert nf.host_cidr('fd00::1') == 'fd00::1/128' and nf.host_cidr('10.0.0.1') == '10.0.0.1/32'
 
 
 def test_a_second_run_plans_updates_only_for_its_own_unfenced_fences():
