@@ -13,7 +13,6 @@ fences does not matter."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import hashlib
 import json
 import os
 import random
