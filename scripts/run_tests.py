@@ -11,7 +11,7 @@ Stages (all by default, or name some): sanity, sanity-oldest, units, integration
   ceph-16        the same on a Pacific 16.2 lab
 
 The stages run in lanes, side by side: a lab-bound test spends much of its time waiting for the
-lab, so two lanes keep both cores busy. Within a lane the stages run one after another. Each lab
+lab, so three lanes keep both cores busy. Within a lane the stages run one after another. Each lab
 stage starts its own lab (its own names, subnet, ports and folder: a developer's `make lab-up` lab
 survives) and always stops it.
 
@@ -97,7 +97,7 @@ def failure_lines(output):
 
 
 def pytest_cmd(python, paths, extra=()):
-    return [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--durations=15"] + list(extra) + paths
+    return [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--durations=15"] + list(extra) + paths
 
 
 def stage_sanity(stage):
@@ -153,7 +153,7 @@ class TestLab(object):
         return os.path.join(self.dir, "ceph-bin", "ceph-python3")
 
 
-def on_lab(stage, lab, controller_paths, bindings=True):
+def on_lab(stage, lab, controller_paths, bindings=True, pytest_extra=()):
     """Start the lab, run the controller's tests and (with the lab release's Python) the bindings
     tests on it, always stop it."""
     if not lab.up(stage):
@@ -162,7 +162,7 @@ def on_lab(stage, lab, controller_paths, bindings=True):
     try:
         env = lab.test_env()
         if controller_paths:
-            results.append(run_logged(stage, pytest_cmd(VENV_PY, controller_paths), env=env))
+            results.append(run_logged(stage, pytest_cmd(VENV_PY, controller_paths, pytest_extra), env=env))
         if bindings:
             results.append(run_logged(stage, pytest_cmd(lab.bindings_python(), [BINDINGS]), env=env))
     finally:
@@ -179,7 +179,10 @@ def integration_shard(index):
 
 def ceph_release_stage(release):
     def stage(name):
-        return on_lab(name, TestLab("c" + release, release), CEPH_FACING)
+        # Bad input the modules refuse by their own checks gives the same answer on every release:
+        # the default release's run has those tests.
+        return on_lab(name, TestLab("c" + release, release), CEPH_FACING,
+                      pytest_extra=["-m", "not input_refusal"])
     return stage
 
 
@@ -200,9 +203,10 @@ for _i, _name in enumerate(INTEGRATION_STAGES):
 STAGES["ceph-18"] = ceph_release_stage("18")
 STAGES["ceph-16"] = ceph_release_stage("16")
 ALIASES = {"integration": INTEGRATION_STAGES}
-# Two lanes of about equal length (measured: shard 1 is the longest stage, then shard 2 after the
-# short CPU-bound stages).
-LANES = [["integration-1", "ceph-18"], ["sanity", "sanity-oldest", "units", "integration-2", "ceph-16"]]
+# Three lanes. The lab stages mostly wait (for Ceph, for the simulated kubelets: the Ceph-facing
+# tests keep the load average under 1 on this 2-core machine), so the other releases' Ceph-facing
+# stages run in a lane of their own beside the two shards of the default release's suite.
+LANES = [["integration-1"], ["sanity", "sanity-oldest", "units", "integration-2"], ["ceph-18", "ceph-16"]]
 
 
 def main(argv):

@@ -11,6 +11,30 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "input_refusal: bad input a Ceph module refuses, by its own checks in Python, with the "
+                   "same message whatever the Ceph release (make test runs these on the default release only; "
+                   "connecting and everything the cluster answers run on every release)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lab_release_tools_first_in_path():
+    """The lab release's `ceph`, `rbd` and `rados` (<lab>/ceph-bin) come first in PATH, as for a
+    user of that release's ceph-common (scripts/demo.sh does the same): the CLI backend of inventory
+    host k8s-api and the tests' own calls use them, not the test machine's Pacific tools, which
+    cannot read the aes256k key of a 20 lab (that case has tests of its own: tests/integration/compat,
+    test_ceph_releases.py). The wrappers also work from inside the release's root."""
+    env = read_lab_env() or {}
+    ceph_bin = env.get("LAB_CEPH_BIN")
+    if not ceph_bin or not os.path.isdir(ceph_bin):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", ceph_bin + os.pathsep + os.environ.get("PATH", ""))
+        yield
+
+
 @pytest.fixture(scope="session")
 def lab():
     env = read_lab_env()

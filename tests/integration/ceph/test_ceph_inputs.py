@@ -23,6 +23,7 @@ def fenced(clean_lab):
     return lab, before
 
 
+@pytest.mark.input_refusal
 @pytest.mark.parametrize("cidrs, extra, message", [
     (["0.0.0.0/0"], {}, "0.0.0.0/0 covers every address"),
     (["0.0.0.0/0"], {"force": True, "max_addresses": 4294967296}, "0.0.0.0/0 covers every address"),
@@ -50,6 +51,7 @@ def test_absent_by_a_wide_cidr_with_force_lifts_the_fences_inside(fenced, lab_in
     assert blocklist(lab) == []
 
 
+@pytest.mark.input_refusal
 @pytest.mark.parametrize("module, args, message", [
     ("ceph_blocklist", dict(addresses=[INJECTION]), "address '10.0.0.1; rm -rf /' is not an IP address"),
     ("ceph_blocklist", dict(addresses=["1.2.3.4/33"]),

@@ -167,6 +167,7 @@ def test_I9_a_lock_named_like_an_option_is_broken_as_a_name(clean_lab, lab_inven
     assert blocklist(lab) == [before[0]["address"]]  # the locker instance only
 
 
+@pytest.mark.input_refusal
 @pytest.mark.parametrize("module, args, message", [
     ("rbd_watchers", dict(pool="rbd", image="--keyring=ceph.keyring"), 'starts with "-"'),
     ("rbd_watchers", dict(images=["rbd/--conf=x"]), 'starts with "-"'),
