@@ -91,7 +91,7 @@ def read_stamp(release):
 
 
 def host_version():
-    return _version_of(["ceph", "--version"])
+    return _version_of(["/usr/bin/ceph", "--version"])  # not a lab wrapper a PATH may hold
 
 
 def _version_of(argv):

@@ -90,6 +90,13 @@ def image(lab):
     return lab.new_image("compat")
 
 
+def machine_path(lab):
+    """PATH without the lab release's tools (tests/integration/conftest.py puts them first): each
+    cell's client must use its own release's CLI, as a real admin host of that release would."""
+    lab_bin = lab.env.get("LAB_CEPH_BIN")
+    return os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != lab_bin)
+
+
 def client_python(tmp_path, client, lab):
     """An interpreter that runs modules with `client`'s Ceph, as a real admin host would."""
     if not ceph_releases.read_stamp(client):
@@ -111,7 +118,8 @@ def run_cell(tmp_path, lab, client, image):
     playbook.write_text(PLAYBOOK.format(client=client, conf=json.dumps(lab.conf), keyring=json.dumps(lab.keyring),
                                         user=lab.user, image=json.dumps(image), out=json.dumps(str(out))))
     proc = subprocess.run([os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", str(inventory), str(playbook)],
-                          cwd=REPO, env=ansible_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          cwd=REPO, env=ansible_env({"PATH": ANSIBLE_BIN + os.pathsep + machine_path(lab)}),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=600)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-4000:]
     return json.loads(out.read_text())
@@ -148,7 +156,7 @@ def test_cell(tmp_path, lab, cluster, image, client):
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_execution_environment_refuses_a_client_that_cannot_read_aes256k(tmp_path, client):
+def test_execution_environment_refuses_a_client_that_cannot_read_aes256k(tmp_path, lab, client):
     """The EE's last build step, run on each client release: it passes where the client reads the
     keys current clusters make, and fails naming the version where it does not."""
     import yaml
@@ -159,7 +167,7 @@ def test_execution_environment_refuses_a_client_that_cannot_read_aes256k(tmp_pat
     shell = tmp_path / "sh"
     shell.write_text(ceph_releases.wrapper_script(client, "/bin/sh", extra_paths=(REPO,)))
     shell.chmod(0o755)
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, ".cache", "collections"))
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, ".cache", "collections"), PATH=machine_path(lab))
     proc = subprocess.run([str(shell), "-c", check[0][len("RUN "):]], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
     if documented_matrix()[(client, "20")] == "works":
