@@ -206,7 +206,7 @@ ALIASES = {"integration": INTEGRATION_STAGES}
 # Three lanes. The lab stages mostly wait (for Ceph, for the simulated kubelets: the Ceph-facing
 # tests keep the load average under 1 on this 2-core machine), so the other releases' Ceph-facing
 # stages run in a lane of their own beside the two shards of the default release's suite.
-LANES = [["integration-1"], ["sanity", "sanity-oldest", "units", "integration-2"], ["ceph-18", "ceph-16"]]
+LANES = [["integration-1"], ["sanity", "sanity-oldest", "integration-2"], ["units", "ceph-18", "ceph-16"]]
 
 
 def main(argv):
