@@ -123,18 +123,20 @@ class StandIn(threading.Thread):
             self.stop.wait(0.2)
 
 
-def start_emulator(workdir):
+def start_emulator(workdir, history=200000, who="bench_node_fences"):
+    """The API emulator as a process of its own on a free loopback port: (process, kubeconfig, port).
+    The benchmarks share it (scripts/bench_diagnose.py imports it)."""
     python = os.path.join(VENV_BIN, "python")
     if not os.path.exists(python):
         python = sys.executable
     kubeconfig = os.path.join(workdir, "kubeconfig")
     proc = subprocess.Popen([python, "-m", "kubeemu", "--host", "127.0.0.1", "--port", "0",
-                             "--kubeconfig-out", kubeconfig, "--history", "200000"],
+                             "--kubeconfig-out", kubeconfig, "--history", str(history)],
                             cwd=LAB_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     line = proc.stdout.readline()
     if line.strip() != "ready":
         proc.kill()
-        sys.exit("bench_node_fences: the emulator did not start: %s %s" % (line, proc.stderr.read()))
+        sys.exit("%s: the emulator did not start: %s %s" % (who, line, proc.stderr.read()))
     with open(kubeconfig) as handle:
         server = [ln.split("server:", 1)[1].strip() for ln in handle if "server:" in ln][0]
     return proc, kubeconfig, int(server.rsplit(":", 1)[1])
