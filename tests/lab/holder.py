@@ -4,6 +4,11 @@
 Started by `lab.py hold` inside the node's network namespace, so Ceph sees the node's IP.
 It writes a JSON status file once the image is open (or on error) and keeps the client alive
 until SIGTERM, the way a node whose kubelet died keeps its rbd client.
+
+With --check-watchers it is instead a node's long-lived ceph-csi node plugin answering "who
+watches this image?" (one image spec a line on stdin, one JSON line out), with one Ceph
+connection: the kubelet stand-in asks it before it starts a stage holder, so a stuck volume's
+retries cost a read, not a new client process each. It exits when stdin closes.
 """
 
 import argparse
@@ -33,15 +38,45 @@ def write_status(path, data):
     os.rename(tmp, path)
 
 
+def serve_checks(args):
+    """--check-watchers: answer the watchers of each image named on stdin, read-only (a read-only
+    open registers no watch, as `rbd status` does)."""
+    cluster = rados.Rados(conffile=args.conf, rados_id=args.user, conf={"keyring": args.keyring})
+    cluster.connect(timeout=10)
+    ioctxs = {}
+    for line in sys.stdin:
+        spec = line.strip()
+        if not spec:
+            continue
+        try:
+            pool, namespace, name = parse_spec(spec)
+            if (pool, namespace) not in ioctxs:
+                ioctx = cluster.open_ioctx(pool)
+                ioctx.set_namespace(namespace)
+                ioctxs[(pool, namespace)] = ioctx
+            image = rbd.Image(ioctxs[(pool, namespace)], name, read_only=True)
+            try:
+                answer = {"watchers": [w["addr"] for w in image.watchers_list()]}
+            finally:
+                image.close()
+        except Exception as exc:  # reported to the asking agent, which then uses a stage holder
+            answer = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--conf", required=True)
     parser.add_argument("--keyring", required=True)
     parser.add_argument("--user", required=True)
-    parser.add_argument("--image", required=True)
+    parser.add_argument("--check-watchers", action="store_true",
+                        help="serve watcher checks: image specs on stdin, JSON lines out")
+    parser.add_argument("--image")
     parser.add_argument("--lock-id")
     parser.add_argument("--shared-tag")
-    parser.add_argument("--status-file", required=True)
+    parser.add_argument("--status-file")
     parser.add_argument("--csi-stage", action="store_true",
                         help="act like ceph-csi NodeStageVolume: refuse while other watchers exist")
     parser.add_argument("--intree-lock", metavar="LOCK_ID",
@@ -50,6 +85,10 @@ def main():
     parser.add_argument("--metadata-key", help="image metadata key to record this client in")
     parser.add_argument("--metadata-value", help="value to record (default: this client's address)")
     args = parser.parse_args()
+    if args.check_watchers:
+        return serve_checks(args)
+    if not (args.image and args.status_file):
+        parser.error("--image and --status-file are required to hold an image")
 
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))

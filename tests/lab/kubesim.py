@@ -23,11 +23,14 @@ import ipaddress
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -52,7 +55,13 @@ class LabTimings(object):
     node_grace = 4.0         # node-monitor-grace-period (real: 40 s)
     eviction = 5.0           # pod eviction after the node became unreachable (real: 300 s)
     force_detach = 6.0       # maxWaitForUnmountDuration (real: 6 min)
+    mount_retry = 0.5        # first retry of a failed MountDevice/SetUp (real: 0.5 s) ...
+    mount_retry_max = 2.0    # ... doubling up to this (real: 2 min 2 s)
     loop = 0.5
+
+
+# Pods one node agent syncs at once (a kubelet's pod workers run in parallel).
+AGENT_WORKERS = int(os.environ.get("LAB_AGENT_WORKERS") or 16)
 
 
 def now():
@@ -93,6 +102,36 @@ def node_ready(node):
 
 def has_taint(node, key):
     return any(t.get("key") == key for t in node.get("spec", {}).get("taints", []) or [])
+
+
+class VolumeIndex(object):
+    """PersistentVolumeClaims and PersistentVolumes listed once (a control-plane pass), served
+    through find() like the client's, so pod_volumes() costs no request per pod."""
+
+    def __init__(self, kube):
+        self.claims = {(c["metadata"]["namespace"], c["metadata"]["name"]): c
+                       for c in kube.list("persistentvolumeclaims")}
+        self.volumes = {v["metadata"]["name"]: v for v in kube.list("persistentvolumes")}
+
+    def find(self, kind, name, namespace=None):
+        if kind == "persistentvolumeclaims":
+            return self.claims.get((namespace, name))
+        if kind == "persistentvolumes":
+            return self.volumes.get(name)
+        raise KeyError(kind)
+
+
+def claims_bound(kube, pod):
+    """Whether every claim of the pod exists and is bound to an existing volume."""
+    for vol in pod.get("spec", {}).get("volumes", []) or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            continue
+        pvc = kube.find("persistentvolumeclaims", claim, pod["metadata"]["namespace"])
+        if not pvc or not pvc.get("spec", {}).get("volumeName") or \
+                not kube.find("persistentvolumes", pvc["spec"]["volumeName"]):
+            return False
+    return True
 
 
 def pod_volumes(kube, pod):
@@ -164,15 +203,72 @@ def post_event(kube, pod, reason, message, component, host=None, type_="Warning"
 
 # ----------------------------------------------------------------------------- node agent
 
-class NodeAgent(object):
-    """kubelet + ceph-csi node plugin of one simulated node (and a FUSE CSI node plugin)."""
+class WatcherCheck(object):
+    """The node plugin's long-lived Ceph client (holder.py --check-watchers, in the node's
+    namespace): ceph-csi's "is the image still in use?" read, without a new process per retry.
+    watchers() answers None when it cannot tell; the caller then stages, whose holder checks again."""
 
-    def __init__(self, cfg, node, kube):
+    def __init__(self, cfg, node):
+        self.cfg = cfg
+        self.node = node
+        self.proc = None
+        self.lock = threading.Lock()
+
+    def start(self):
+        cfg = self.cfg
+        os.makedirs(os.path.join(cfg.dir, "log"), exist_ok=True)
+        with open(os.path.join(cfg.dir, "log", "watcher-check-%s.log" % self.node), "a") as errors:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", cfg.netns(self.node), cfg.tool("python3"), os.path.join(HERE, "holder.py"),
+                 "--conf", cfg.conf, "--keyring", cfg.keyring, "--user", cfg.user, "--check-watchers"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, universal_newlines=True, bufsize=1,
+                env=labmod.clean_env())
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def watchers(self, image, timeout=15):
+        with self.lock:
+            try:
+                if self.proc is None or self.proc.poll() is not None:
+                    self.start()
+                self.proc.stdin.write(image + "\n")
+                self.proc.stdin.flush()
+                ready, _w, _x = select.select([self.proc.stdout], [], [], timeout)
+                if not ready:
+                    raise OSError("no answer within %ss" % timeout)
+                answer = json.loads(self.proc.stdout.readline())
+            except (OSError, ValueError) as exc:
+                log("agent %s: watcher check of %s: %s" % (self.node, image, exc))
+                self.stop()
+                return None
+        return None if "error" in answer else answer["watchers"]
+
+
+class NodeAgent(object):
+    """kubelet + ceph-csi node plugin of one simulated node (and a FUSE CSI node plugin).
+
+    Pods are synced in parallel, as a kubelet's pod workers do: a bounded pool, each pod in at
+    most one worker at a time (so a pod's own steps stay in order), stage and unstage of one
+    image serialized on the node (two pods of the node may share an image). The heartbeat has
+    its own thread, so a slow sync never makes the node look dead."""
+
+    def __init__(self, cfg, node, kube, workers=None):
         self.cfg = cfg
         self.node = node
         self.kube = kube
         self.ip = cfg.node_ip(node)
         self.kubelet_dir = labmod.kubelet_dir(cfg, node)
+        self.pool = ThreadPoolExecutor(max_workers=workers or AGENT_WORKERS, thread_name_prefix="pod-worker")
+        self.lock = threading.Lock()
+        self.inflight = set()     # uids of the pods a worker has (or will have)
+        self.image_locks = {}     # image -> lock of its stage/unstage on this node
+        self.resolved = {}        # pod uid -> its volumes, once every claim was bound
+        self.retry = {}           # pod uid -> (next attempt, delay): failed mounts back off
+        self.checker = WatcherCheck(cfg, node)
 
     # --- FUSE CSI volumes (seed 002)
     def fuse_mount_path(self, pod, pv):
@@ -252,9 +348,17 @@ class NodeAgent(object):
         except (OSError, ValueError):
             return None
 
+    def image_lock(self, image):
+        with self.lock:
+            return self.image_locks.setdefault(image, threading.Lock())
+
     def stage(self, image, volume_handle):
+        """ceph-csi NodeStageVolume (call it holding image_lock(image))."""
         if self.staged(image):
             return {"staged": True}
+        watchers = self.checker.watchers(image)
+        if watchers:
+            return {"in_use": True, "watchers": watchers}
         return labmod.hold(self.cfg, self.node, image, kind="stage", csi_stage=True,
                            metadata_key=CLIENT_ADDRESS_KEY % (volume_handle, self.node), metadata_value=self.ip)
 
@@ -290,8 +394,12 @@ class NodeAgent(object):
         self.kube.patch("pods", pod["metadata"]["name"], {"status": status}, pod["metadata"]["namespace"],
                         subresource="status")
 
-    def sync_pod(self, pod):
-        meta = pod["metadata"]
+    def resolve(self, pod):
+        """(volumes, rbd images, FUSE volumes, in-tree images) of a pod; kept once every claim
+        was bound (a pod's volumes do not change)."""
+        uid = pod["metadata"]["uid"]
+        if uid in self.resolved:
+            return self.resolved[uid]
         volumes = pod_volumes(self.kube, pod)
         images = []
         for _pvc, pv in volumes:
@@ -303,6 +411,19 @@ class NodeAgent(object):
         for _pvc, pv in volumes_intree(self.kube, pod):
             rbd = pv["spec"]["rbd"]
             intree.append((pv, "%s/%s" % (rbd.get("pool", "rbd"), rbd["image"])))
+        result = (volumes, images, fuse, intree)
+        if claims_bound(self.kube, pod):
+            self.resolved[uid] = result
+        return result
+
+    def back_off(self, uid):
+        """kubelet's exponential backoff of a failed mount operation."""
+        delay = min(self.retry.get(uid, (0, LabTimings.mount_retry / 2))[1] * 2, LabTimings.mount_retry_max)
+        self.retry[uid] = (time.time() + delay, delay)
+
+    def sync_pod(self, pod):
+        meta = pod["metadata"]
+        volumes, images, fuse, intree = self.resolve(pod)
         if meta.get("deletionTimestamp"):
             # kubelet: stop containers, unmount, unstage, then remove the pod object.
             for pv in fuse:
@@ -311,10 +432,12 @@ class NodeAgent(object):
                     post_event(self.kube, pod, "FailedMount", error, "kubelet", self.node)
                     return  # the pod stays Terminating until the dead mount is gone
             for _pv, image in images + intree:
-                others = [p for p in self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
-                          if p["metadata"]["uid"] != meta["uid"] and image in json.dumps(p.get("spec", {}))]
-                if not others:
-                    self.unstage(image)
+                with self.image_lock(image):  # no pod of the node stages it meanwhile
+                    others = [p for p in self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
+                              if p["metadata"]["uid"] != meta["uid"] and
+                              image in [i for _v, i in self.resolve(p)[1] + self.resolve(p)[3]]]
+                    if not others:
+                        self.unstage(image)
             self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
             return
         if pod.get("status", {}).get("phase") == "Running":
@@ -331,8 +454,10 @@ class NodeAgent(object):
                 self.set_pod_status(pod, "Pending")
                 return  # kubelet waits for the attach before MountDevice
         for pv, image in images:
-            result = self.stage(image, pv["spec"]["csi"]["volumeHandle"])
+            with self.image_lock(image):
+                result = self.stage(image, pv["spec"]["csi"]["volumeHandle"])
             if result.get("in_use"):
+                self.back_off(meta["uid"])
                 self.set_pod_status(pod, "Pending")
                 post_event(self.kube, pod, "FailedMount",
                            'MountVolume.MountDevice failed for volume "%s" : rpc error: code = Internal '
@@ -341,16 +466,17 @@ class NodeAgent(object):
                 return
         for pv, image in intree:
             # in-tree rbd plugin (Kubernetes < 1.31): an advisory lock per node, no VolumeAttachment
-            if self.staged(image):
-                continue
-            result = labmod.hold(self.cfg, self.node, image, kind="stage",
-                                 intree_lock="kubelet_lock_magic_" + self.node)
+            with self.image_lock(image):
+                result = {} if self.staged(image) else labmod.hold(
+                    self.cfg, self.node, image, kind="stage", intree_lock="kubelet_lock_magic_" + self.node)
             if result.get("in_use"):
+                self.back_off(meta["uid"])
                 self.set_pod_status(pod, "Pending")
                 post_event(self.kube, pod, "FailedMount",
                            'MountVolume.SetUp failed for volume "%s" : rbd: image %s is locked by other nodes'
                            % (pv["metadata"]["name"], image.split("/")[-1]), "kubelet", self.node)
                 return
+        self.retry.pop(meta["uid"], None)
         self.set_pod_status(pod, "Running")
 
     def cleanup_orphans(self, pods):
@@ -382,24 +508,71 @@ class NodeAgent(object):
                            '"%s": stat %s: transport endpoint is not connected' % (path, path), "kubelet", self.node)
                 return
 
-    def run(self, stop):
-        self.register()
-        last_beat = time.time()
+    def needs_sync(self, pod, moment):
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            return True
+        if self.retry.get(meta["uid"], (0, 0))[0] > moment:
+            return False  # a failed mount waits for its backoff
+        if pod.get("status", {}).get("phase") == "Running":
+            # a Running pod needs a worker only for its FUSE probe (or to learn its volumes)
+            resolved = self.resolved.get(meta["uid"])
+            return resolved is None or bool(resolved[2])
+        return True
+
+    def sync_one(self, pod):
+        try:
+            self.sync_pod(pod)
+        except (ApiError, labmod.LabError, subprocess.SubprocessError, OSError) as exc:
+            log("agent %s: pod %s: %s" % (self.node, pod["metadata"]["name"], exc))
+        except Exception as exc:  # a worker must survive whatever one pod does
+            log("agent %s: pod %s: %s: %s" % (self.node, pod["metadata"]["name"], type(exc).__name__, exc))
+        finally:
+            with self.lock:
+                self.inflight.discard(pod["metadata"]["uid"])
+
+    def dispatch(self, pods):
+        """Hand each pod that needs a sync to a worker, unless one already has it."""
+        moment = time.time()
+        present = set()
+        for pod in pods:
+            uid = pod["metadata"]["uid"]
+            present.add(uid)
+            if not self.needs_sync(pod, moment):
+                continue
+            with self.lock:
+                if uid in self.inflight:
+                    continue
+                self.inflight.add(uid)
+            self.pool.submit(self.sync_one, pod)
+        with self.lock:
+            busy = set(self.inflight)
+        for table in (self.resolved, self.retry):
+            for uid in [u for u in table if u not in present and u not in busy]:
+                table.pop(uid, None)
+
+    def heartbeat_loop(self, stop):
         while not stop:
             try:
-                if time.time() - last_beat >= LabTimings.heartbeat:
-                    self.heartbeat()
-                    last_beat = time.time()
+                self.heartbeat()
+            except Exception as exc:  # like a kubelet, keep posting whatever one call did
+                log("agent %s: heartbeat: %s" % (self.node, exc))
+            time.sleep(LabTimings.heartbeat)
+
+    def run(self, stop):
+        self.register()
+        threading.Thread(target=self.heartbeat_loop, args=(stop,), name="heartbeat", daemon=True).start()
+        while not stop:
+            try:
                 pods = self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
-                for pod in pods:
-                    try:
-                        self.sync_pod(pod)
-                    except (ApiError, labmod.LabError, subprocess.SubprocessError) as exc:
-                        log("agent %s: pod %s: %s" % (self.node, pod["metadata"]["name"], exc))
+                self.dispatch(pods)
                 self.cleanup_orphans(pods)
             except Exception as exc:  # the agent must outlive API hiccups, like a kubelet
                 log("agent %s: %s" % (self.node, exc))
             time.sleep(LabTimings.loop)
+        # A killed kubelet stops at once: no worker finishes its pod (the node's Ceph clients,
+        # in sessions of their own, stay alive).
+        self.checker.stop()
 
 
 # ----------------------------------------------------------------------------- control plane
@@ -492,6 +665,7 @@ class ControlPlane(object):
 
     # attach/detach controller + external-attacher
     def sync_attachments(self, nodes, pods):
+        index = VolumeIndex(self.kube)  # one list of claims and volumes for the whole pass
         wanted = {}     # (pv name, node) -> (pv, pod)
         using = {}      # (pv name, node) -> [pods still holding it on that node]
         for pod in pods:
@@ -499,7 +673,7 @@ class ControlPlane(object):
             if not node_name:
                 continue
             meta = pod["metadata"]
-            for _pvc, pv in pod_volumes(self.kube, pod):
+            for _pvc, pv in pod_volumes(index, pod):
                 key = (pv["metadata"]["name"], node_name)
                 node = nodes.get(node_name)
                 deleting = age(meta.get("deletionTimestamp"))
@@ -514,6 +688,7 @@ class ControlPlane(object):
                 if not meta.get("deletionTimestamp"):
                     wanted.setdefault(key, (pv, pod))
         vas = self.kube.list("volumeattachments")
+        names = {va["metadata"]["name"] for va in vas}
         by_pv = {}
         for va in vas:
             by_pv.setdefault(va["spec"]["source"].get("persistentVolumeName"), []).append(va)
@@ -540,7 +715,7 @@ class ControlPlane(object):
                            'Multi-Attach error for volume "%s" Volume is already exclusively attached to one '
                            "node and can't be attached to another" % pv_name, "attachdetach-controller")
                 continue
-            if not any(va["metadata"]["name"] == name for va in vas):
+            if name not in names:
                 driver = csi["driver"]
                 self.kube.create("volumeattachments", {
                     "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
@@ -689,6 +864,8 @@ def main(argv=None):
     signal.signal(signal.SIGINT, lambda *_: stop.append(True))
     if args.command == "agent":
         NodeAgent(cfg, args.node, kube).run(stop)
+        sys.stderr.flush()
+        os._exit(0)  # workers still in a sync die with the kubelet
     elif args.command == "controlplane":
         ControlPlane(cfg, kube).run(stop)
     else:

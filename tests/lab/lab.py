@@ -728,6 +728,20 @@ def node_exec(cfg, node, command):
 
 
 
+def scenario_options(args):
+    """The options a scenario takes (--node, --nodes, --volumes); one it does not take is refused."""
+    import inspect
+    from scenarios import SCENARIOS
+    given = {"node": args.node, "nodes": args.nodes and [n for n in args.nodes.split(",") if n],
+             "volumes": args.volumes}
+    given = {k: v for k, v in given.items() if v is not None}
+    takes = inspect.signature(SCENARIOS[args.name]).parameters
+    wrong = sorted(k for k in given if k not in takes)
+    if wrong:
+        raise LabError("scenario %s takes no --%s" % (args.name, ", --".join(wrong)))
+    return given
+
+
 def main(argv=None):
     from scenarios import SCENARIOS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -749,6 +763,13 @@ def main(argv=None):
     p.add_argument("node")
     p = sub.add_parser("scenario", help="build the state of an incident: " + ", ".join(sorted(SCENARIOS)))
     p.add_argument("name")
+    p.add_argument("--node", help="node-volumes: the node that dies")
+    p.add_argument("--nodes", help="rack: the nodes that die together, comma-separated")
+    p.add_argument("--volumes", type=int, help="node-volumes, rack: volumes per node")
+    p = sub.add_parser("clean-scenario", help="remove what node-volumes and rack built, with their images")
+    p.add_argument("id", nargs="?", help="one scenario's id (default: all of them)")
+    p.add_argument("--keep-images", action="store_true")
+    p.add_argument("--wait", type=int, default=60, help="seconds to wait for watched images")
     p = sub.add_parser("release", help="stop holders")
     p.add_argument("node", nargs="?")
     p.add_argument("image", nargs="?")
@@ -774,7 +795,11 @@ def main(argv=None):
         elif args.command == "scenario":
             if args.name not in SCENARIOS:
                 raise LabError("unknown scenario %r (known: %s)" % (args.name, ", ".join(sorted(SCENARIOS))))
-            print(json.dumps(SCENARIOS[args.name](cfg), indent=2, sort_keys=True))
+            print(json.dumps(SCENARIOS[args.name](cfg, **scenario_options(args)), indent=2, sort_keys=True))
+        elif args.command == "clean-scenario":
+            from scenarios import clean_scenario
+            print(json.dumps(clean_scenario(cfg, args.id, images=not args.keep_images, wait_seconds=args.wait),
+                             indent=2, sort_keys=True))
         elif args.command == "release":
             print("released %d holder(s)" % release(cfg, args.node, args.image))
         else:

@@ -13,8 +13,17 @@
             of another CSI driver (ebs.csi.aws.com-like, attached by the lab's attacher, never
             detached: its attacher is not in the lab), an in-tree NFS volume, and a
             VolumeAttachment whose PersistentVolume does not exist.
+  node-volumes
+            seed-000 with N volumes: N one-replica Deployments, each with a ReadWriteOnce claim
+            on its own RBD image, all running on one node (--node, default node-b; --volumes,
+            default 10); the node dies holding every watcher; every replacement pod is stuck.
+  rack      node-volumes on several nodes at once (--nodes, default every node but the
+            first; --volumes per node, default 20): they die together.
 
-Each builder returns a summary (names, images, node IPs) that tests and the demo use.
+Each builder returns a summary (names, images, node IPs) that tests and the demo use. What
+node-volumes and rack create carries the label lab.volfence.io/scenario=<id>; clean_scenario
+(`lab.py clean-scenario`) removes it, with its images.
+
 """
 
 import json
@@ -23,6 +32,7 @@ import signal
 import subprocess
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import lab as labmod
 from kubesim import FUSE_DRIVER, LAB_DRIVER, CSI_NAMESPACE, attachment_name
@@ -66,7 +76,7 @@ def base_objects(kube):
                            "stringData": {"userID": "admin"}, "type": "Opaque"}, CSI_NAMESPACE)
 
 
-def rbd_volume(cfg, kube, claim, csi=True):
+def rbd_volume(cfg, kube, claim, csi=True, labels=None):
     """An RBD image with a bound PV/PVC, ceph-csi style (or in-tree rbd when csi=False)."""
     vol_id = str(uuid.uuid1())
     image = "csi-vol-" + vol_id
@@ -82,13 +92,14 @@ def rbd_volume(cfg, kube, claim, csi=True):
         source = {"rbd": {"monitors": [cfg.host_ip + ":6789"], "pool": "rbd", "image": image,
                           "user": cfg.user, "fsType": "ext4"}}
     kube.create("persistentvolumes", dict({
-        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name, "labels": dict(labels or {})},
         "spec": dict(source, accessModes=["ReadWriteOnce"], capacity={"storage": "1Gi"},
                      persistentVolumeReclaimPolicy="Delete", storageClassName="ceph-rbd" if csi else "",
                      claimRef={"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim})}))
     kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
     kube.create("persistentvolumeclaims", {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": NAMESPACE},
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": NAMESPACE, "labels": dict(labels or {})},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
                  "storageClassName": "ceph-rbd" if csi else "", "volumeName": pv_name}}, NAMESPACE)
     kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
@@ -97,14 +108,14 @@ def rbd_volume(cfg, kube, claim, csi=True):
     return pv_name, "rbd/" + image
 
 
-def deployment(kube, name, claim, prefer_node):
+def deployment(kube, name, claim, prefer_node, labels=None):
     """seed 000's nginx Deployment, first placed on prefer_node."""
     kube.create("deployments", {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(labels or {}, app=name),
                      "annotations": {"lab.volfence.io/prefer-node": prefer_node}},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": {"labels": {"app": name}},
+                 "template": {"metadata": {"labels": dict(labels or {}, app=name)},
                               "spec": {"containers": [{"name": "nginx", "image": "nginx:1.14.2",
                                                        "ports": [{"containerPort": 80}],
                                                        "volumeMounts": [{"mountPath": "/var/log/nginx",
@@ -369,3 +380,134 @@ def seed_002(cfg, node="node-c", app="csi-s3-test-nginx"):
 
 SCENARIOS = {"seed-000": seed_000, "seed-000-mixed": seed_000_mixed, "seed-001": seed_001, "seed-002": seed_002,
              "seed-003": seed_003}
+
+
+# ----------------------------------------------------------------------------- many volumes
+
+SCENARIO_LABEL = "lab.volfence.io/scenario"
+STUCK = "is still being used"
+
+
+def many_volumes(cfg, nodes, volumes, scenario, parallel=8):
+    """`volumes` Deployments on each of `nodes`, each with a ReadWriteOnce claim on an RBD image
+    of its own, all Running; then the nodes die together (kubelets gone, rbd clients alive) and
+    every replacement pod is stuck on the surviving nodes with "is still being used"."""
+    for node in nodes:
+        if node not in cfg.nodes:
+            raise labmod.LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    if len(set(nodes)) != len(nodes):
+        raise labmod.LabError("a node is named twice: %s" % ", ".join(nodes))
+    if not set(cfg.nodes) - set(nodes):
+        raise labmod.LabError("no node would be left to run the replacement pods: the lab has %s "
+                              "(start it with more, e.g. LAB_NODES=%d)" % (", ".join(cfg.nodes), len(nodes) + 1))
+    if not 1 <= volumes <= 500:
+        raise labmod.LabError("volumes must be 1-500 per node, got %d" % volumes)
+    started = time.time()
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    ident = uuid.uuid4().hex[:6]
+    labels = {SCENARIO_LABEL: ident}
+    selector = "%s=%s" % (SCENARIO_LABEL, ident)
+    plan = [(node, "vols-%s-%s-%03d" % (ident, node, i)) for node in nodes for i in range(volumes)]
+
+    def make(item):
+        node, app = item
+        claim = app + "-claim"
+        pv_name, image = rbd_volume(cfg, kube, claim, labels=labels)
+        deployment(kube, app, claim, node, labels=labels)
+        return {"node": node, "deployment": app, "pvc": claim, "pv": pv_name, "image": image}
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        built = list(pool.map(make, plan))
+    by_app = {b["deployment"]: b for b in built}
+
+    def all_running():
+        pods = [p for p in kube.list("pods", NAMESPACE, label_selector=selector)
+                if not p["metadata"].get("deletionTimestamp")]
+        running = {p["metadata"]["labels"]["app"]: p for p in pods
+                   if p.get("status", {}).get("phase") == "Running"
+                   and p["spec"].get("nodeName") == by_app[p["metadata"]["labels"]["app"]]["node"]}
+        return running if len(running) == len(built) else None
+    first = wait("%d pods to run on %s" % (len(built), ", ".join(nodes)), all_running, timeout=60 + len(built))
+    for node in nodes:
+        labmod.kill_node(cfg, node)
+
+    def all_stuck():
+        stuck_names = {e["involvedObject"]["name"] for e in kube.list("events", NAMESPACE)
+                       if STUCK in e.get("message", "")}
+        found = {}
+        for pod in kube.list("pods", NAMESPACE, label_selector=selector):
+            if pod["spec"].get("nodeName") in (None,) + tuple(nodes) or pod["metadata"].get("deletionTimestamp"):
+                continue
+            if pod["metadata"]["name"] in stuck_names:
+                found[pod["metadata"]["labels"]["app"]] = pod
+        return found if len(found) == len(built) else None
+    stuck = wait("the %d replacement pods to be stuck" % len(built), all_stuck, timeout=90 + 2 * len(built))
+    return {
+        "scenario": scenario, "namespace": NAMESPACE, "id": ident, "label_selector": selector,
+        "failed_nodes": list(nodes), "failed_node_ips": {n: cfg.node_ip(n) for n in nodes},
+        "volumes_per_node": volumes, "volumes": len(built),
+        "deployments": [b["deployment"] for b in built], "claims": [b["pvc"] for b in built],
+        "pvs": [b["pv"] for b in built], "images": [b["image"] for b in built],
+        "old_pods": [first[b["deployment"]]["metadata"]["name"] for b in built],
+        "stuck_pods": [stuck[b["deployment"]]["metadata"]["name"] for b in built],
+        "stuck_nodes": sorted({p["spec"]["nodeName"] for p in stuck.values()}),
+        "build_seconds": round(time.time() - started, 1)}
+
+
+def node_volumes(cfg, node="node-b", volumes=10):
+    state = many_volumes(cfg, [node], volumes, "node-volumes")
+    state["failed_node"] = node
+    state["failed_node_ip"] = cfg.node_ip(node)
+    return state
+
+
+def rack(cfg, nodes=None, volumes=20):
+    return many_volumes(cfg, list(nodes or cfg.nodes[1:]), volumes, "rack")
+
+
+def remove_image(cfg, image, deadline):
+    """rbd rm, retried while the image still has watchers (a stopped holder's watch lasts until
+    Ceph times it out, about 30 s); True once removed or gone."""
+    while True:
+        proc = subprocess.run([cfg.tool("rbd"), "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user,
+                               "rm", "--no-progress", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60, env=labmod.clean_env())
+        if proc.returncode == 0 or "No such file" in proc.stderr or "not found" in proc.stderr:
+            return True
+        if time.time() > deadline:
+            return False
+        time.sleep(1)
+
+
+def clean_scenario(cfg, ident=None, images=True, wait_seconds=60):
+    """Remove what node-volumes and rack built (one scenario's id, or all of them): Deployments,
+    their pods, claims, volumes, the nodes' stage holders of those images, and the images.
+    Nodes stay as they are (revive them with revive-node)."""
+    kube = labmod.kube_client(cfg)
+    selector = "%s=%s" % (SCENARIO_LABEL, ident) if ident else SCENARIO_LABEL
+    for deploy in kube.list("deployments", NAMESPACE, label_selector=selector):
+        kube.delete("deployments", deploy["metadata"]["name"], NAMESPACE)
+    for pod in kube.list("pods", NAMESPACE, label_selector=selector):
+        kube.delete("pods", pod["metadata"]["name"], NAMESPACE, grace_period=0)
+    pvs = kube.list("persistentvolumes", label_selector=selector)
+    for claim in kube.list("persistentvolumeclaims", NAMESPACE, label_selector=selector):
+        kube.delete("persistentvolumeclaims", claim["metadata"]["name"], NAMESPACE)
+    names = []
+    for pv in pvs:
+        attrs = pv["spec"].get("csi", {}).get("volumeAttributes", {})
+        if attrs.get("imageName"):
+            names.append("%s/%s" % (attrs.get("pool", "rbd"), attrs["imageName"]))
+        kube.delete("persistentvolumes", pv["metadata"]["name"])
+    for image in names:
+        labmod.release(cfg, image=image)
+    left = []
+    if images and names:
+        deadline = time.time() + wait_seconds
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            left = [i for i, ok in zip(names, pool.map(lambda i: remove_image(cfg, i, deadline), names)) if not ok]
+    return {"deployments_and_claims": len(pvs), "images": len(names) - len(left) if images else 0,
+            "images_left": left if images else names}
+
+
+SCENARIOS["node-volumes"] = node_volumes
+SCENARIOS["rack"] = rack
