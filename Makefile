@@ -19,7 +19,7 @@ help:
 	@echo "make lab-kill-node NODE=node-b   kubelet dies, Ceph clients stay (seed 000)"
 	@echo "make lab-revive-node NODE=node-b back as after a reboot"
 	@echo "make lab-scenario NAME=seed-000|seed-001|seed-003"
-	@echo "make bench       benchmarks (results in .cache/bench/)"
+	@echo "make bench       every benchmark, then one table: figure, baseline, goal, met (.cache/bench/)"
 	@echo "make release-check  changelog, ansible-lint, galaxy build+install, ansible-builder"
 	@echo "make docs        render module docs into docs/modules"
 
@@ -68,10 +68,13 @@ lab-scenario:
 	@$(LAB) scenario $(NAME)
 
 # Benchmarks run on a lab of their own (prefix vfbnch); results go to .cache/bench/.
+# Every scripts/bench_*.py, then scripts/bench_report.py prints them in one table (figure, baseline, goal,
+# met) and fails when a goal is missed or a row is missing (a file older than this run counts as missing).
 bench: setup
 	@mkdir -p .cache/bench
-	@export LAB_PREFIX=vfbnch; unset LAB_DIR LAB_SLOT; $(LAB) up >/dev/null && \
-	  (rc=0; for b in scripts/bench_*.py; do /usr/bin/python3 $$b || rc=1; done; $(LAB) down >/dev/null; exit $$rc)
+	@export LAB_PREFIX=vfbnch; unset LAB_DIR LAB_SLOT; since=$$(date +%s); $(LAB) up >/dev/null && \
+	  (for b in scripts/bench_*.py; do [ "$$b" = scripts/bench_report.py ] || /usr/bin/python3 $$b; done; \
+	   $(LAB) down >/dev/null; echo; /usr/bin/python3 scripts/bench_report.py --since $$since)
 
 release-check: setup
 	@scripts/check_release.sh

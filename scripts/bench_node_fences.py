@@ -22,7 +22,7 @@ result included), through ansible-playbook from the project virtualenv:
 
 Ansible's own start-up is included in the timings. --repeat rounds (default 3), each on a fresh
 emulator; the medians count, printed with the machine's load average (the timings depend on it).
-Results: .cache/bench/node_fences.json and a table on stdout. Exit status 1 when a goal is missed
+Results: .cache/bench/node_fences.json (with rows for scripts/bench_report.py) and a table on stdout. Exit status 1 when a goal is missed
 (median converge within --goal-seconds, median second run within --again-goal-seconds (issue 13:
 5 s), zero writes on every second run, exactly --prune deletes on every third).
 """
@@ -297,6 +297,26 @@ def main(argv=None):
                                      for r in rounds),
     }
     results["goals"] = goals
+    each = lambda name: " ".join("%.2f" % r["runs"][name]["seconds"] for r in rounds)  # noqa: E731
+    results["bench"] = "node_fences"
+    results["command"] = "/usr/bin/python3 scripts/bench_node_fences.py " + " ".join(
+        argv if argv is not None else sys.argv[1:])
+    # The rows of the bench table (scripts/bench_report.py). The baseline of the second run is the first:
+    # what a run costs when it writes every fence.
+    results["rows"] = [
+        {"id": "node_fences.converge", "work": "node_fences, %d nodes: first run creates every fence (median of %d: %s)"
+         % (args.nodes, len(rounds), each("converge")), "figure": medians["converge"], "unit": "s", "baseline": None,
+         "goal": "<= %g s, %d created" % (args.goal_seconds, args.nodes), "met": goals["converge_seconds"]},
+        {"id": "node_fences.again", "work": "node_fences, %d nodes: second run, nothing to change (median of %d: %s)"
+         % (args.nodes, len(rounds), each("again")), "figure": medians["again"], "unit": "s",
+         "baseline": medians["converge"], "baseline_label": "the first run",
+         "goal": "<= %g s and zero writes (%s)" % (args.again_goal_seconds, ", ".join(
+             str(r["runs"]["again"]["writes"]) for r in rounds)),
+         "met": goals["again_seconds"] and goals["second_run_zero_writes"]},
+        {"id": "node_fences.prune", "work": "node_fences, %d nodes deleted: the next run prunes their fences (median "
+         "of %d: %s)" % (args.prune, len(rounds), each("prune")), "figure": medians["prune"], "unit": "s",
+         "baseline": None, "goal": "exactly %d deletes" % args.prune, "met": goals["prune_deletes_exactly"]},
+    ]
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w") as handle:
         json.dump(results, handle, indent=2, sort_keys=True)

@@ -179,9 +179,9 @@ def main(argv=None):
     medians = dict((key, statistics.median(values)) for key, values in timings.items())
     what = {"node": ("volumeattachment_info node=%s (%d of %d attachments, assessed)" % (DEAD, args.on_dead_node,
                                                                                         args.attachments),
-                     "k8s_info of all + Jinja selectattr on spec.nodeName"),
+                     "k8s_info of all, Jinja selectattr on spec.nodeName"),
             "all": ("volumeattachment_info, all %d attachments assessed" % args.attachments,
-                    "k8s_info listing all (no assessment)")}
+                    "k8s_info listing all, no assessment")}
     rows = []
     for question in ("node", "all"):
         new, base = medians[(question, "new")], medians[(question, "baseline")]
