@@ -191,15 +191,16 @@ class PodDeleter(object):
         self.sleep = sleep
 
     def run(self, pods, grace_period=0, check_mode=False):
-        """dict(deleted, absent, failed) for the checked `pods` (check_pods). `deleted`: the pods this
+        """dict(deleted, absent, failures) for the checked `pods` (check_pods). `deleted`: the pods this
         run deleted (in check mode: would delete), [{namespace, name, uid}]; `absent`: gone or replaced,
-        [{namespace, name, why}]; `failed`: [{namespace, name, error}]."""
+        [{namespace, name, why}]; `failures`: [{namespace, name, error}] (not `failed`: Ansible's own
+        key of a failed result)."""
         func = self._look if check_mode else (lambda pod: self._delete(pod, grace_period))
-        out = dict(deleted=[], absent=[], failed=[])
+        out = dict(deleted=[], absent=[], failures=[])
         for pod, answer, error in run_parallel(func, pods, self.workers, errors=(K8sError,)):
             ref = dict(namespace=pod['namespace'], name=pod['name'])
             if error is not None:
-                out['failed'].append(dict(ref, error=user_error(error)))
+                out['failures'].append(dict(ref, error=user_error(error)))
                 continue
             outcome, detail = answer
             if outcome == DELETED:

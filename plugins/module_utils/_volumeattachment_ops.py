@@ -8,7 +8,9 @@
 PVs, nodes, the pods on those nodes, the server version) and carries out deletions safely:
 a DELETE carries the uid and resourceVersion that were assessed as preconditions, so an
 attachment that changed (or was re-created under the same name) meanwhile is re-read and
-re-assessed instead of deleted blindly. Unit tests drive it with a fake API.
+re-assessed instead of deleted blindly. Many attachments (``names``) are read with one LIST, deleted
+at most ``workers`` at a time, and waited for with one LIST per poll; one that fails does not stop
+the others. Unit tests drive it with a fake API.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,6 +28,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     resource_path,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import parse_kube_version, utcnow
+from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import (
     DELETE,
     REMOVE_FINALIZER,
@@ -53,8 +56,9 @@ def va_path(name=None):
 class VolumeAttachments(object):
     """Reads and assesses VolumeAttachments; deletes stale ones."""
 
-    def __init__(self, api, not_ready_grace=300, now=utcnow, sleep=time.sleep, clock=time.time):
+    def __init__(self, api, not_ready_grace=300, now=utcnow, sleep=time.sleep, clock=time.time, workers=1):
         self.api = api
+        self.workers = workers
         self.not_ready_grace = not_ready_grace
         self.now = now
         self.sleep = sleep
@@ -80,15 +84,21 @@ class VolumeAttachments(object):
         if self.version is None:
             self.warnings.append('cannot parse the server version %r' % self.git_version)
 
-    def select(self, name=None, persistent_volume=None, node=None, attacher=None):
-        """The matching VolumeAttachment objects."""
+    def select(self, name=None, persistent_volume=None, node=None, attacher=None, names=None):
+        """The matching VolumeAttachment objects. `names`: any of these names (read one by one when
+        there are few, else with one LIST)."""
         if name is not None:
-            va = self.api.get(va_path(name), what=(VA_KIND, name), missing_ok=True)
-            vas = [va] if va is not None else []
+            names = [name]
+        if names is not None and len(set(names)) <= _GET_EACH_LIMIT:
+            vas = [va for va in (self.api.get(va_path(n), what=(VA_KIND, n), missing_ok=True)
+                                 for n in sorted(set(names))) if va is not None]
         else:
             vas = self.api.list(va_path(), what=(VA_KIND, None))
             self._all_vas = vas
-        return [va for va in vas if matches(va, name, persistent_volume, node, attacher)]
+        if names is not None:
+            wanted = set(names)
+            vas = [va for va in vas if (va.get('metadata') or {}).get('name') in wanted]
+        return [va for va in vas if matches(va, None, persistent_volume, node, attacher)]
 
     def unknown_node_warning(self, node, selected):
         """The warning for a `node` selector that names nothing: no Node of that name exists and no
@@ -190,6 +200,7 @@ class VolumeAttachments(object):
         """
         results = []
         failures = []
+        todo = []
         for report in reports:
             action, why = plan_delete(report, only_stale, force, force_grace)
             result = dict(report, action=action, why=why, changed=False, gone=False)
@@ -197,10 +208,12 @@ class VolumeAttachments(object):
             if check_mode or action in (SKIP, WAIT):
                 result['changed'] = action in (DELETE, REMOVE_FINALIZER)
                 continue
-            try:
-                self._act(result, only_stale, force, force_grace)
-            except K8sError as exc:
-                failures.append((report['name'], exc))
+            todo.append(result)
+        # Each attachment is planned, deleted and re-read on its own: one that fails does not stop the others.
+        for result, _value, exc in run_parallel(lambda r: self._act(r, only_stale, force, force_grace), todo,
+                                                self.workers, errors=(K8sError,)):
+            if exc is not None:
+                failures.append((result['name'], exc))
                 result['error'] = exc.msg
         if wait and not check_mode:
             self._wait_gone([r for r in results if r['action'] != SKIP and 'error' not in r], only_stale, force,
@@ -255,7 +268,7 @@ class VolumeAttachments(object):
                 return
 
     def _deleted(self, name):
-        if name not in self.deleted:
+        if name not in self.deleted:   # one thread per name: no other thread adds this name
             self.deleted.append(name)
 
     def _delete(self, result):
@@ -285,14 +298,26 @@ class VolumeAttachments(object):
         pending = [r for r in results if not r['gone']]
         while pending:
             still = []
+            listed = None
+            if len(pending) > _GET_EACH_LIMIT:
+                try:
+                    listed = dict((va['metadata']['name'], va) for va in self.api.list(va_path(), what=(VA_KIND, None)))
+                except K8sError as exc:
+                    for result in pending:
+                        failures.append((result['name'], exc))
+                        result['error'] = exc.msg
+                    return
             for result in pending:
                 name = result['name']
-                try:
-                    fresh = self.api.get(va_path(name), what=(VA_KIND, name), missing_ok=True)
-                except K8sError as exc:
-                    failures.append((name, exc))
-                    result['error'] = exc.msg
-                    continue
+                if listed is not None:
+                    fresh = listed.get(name)
+                else:
+                    try:
+                        fresh = self.api.get(va_path(name), what=(VA_KIND, name), missing_ok=True)
+                    except K8sError as exc:
+                        failures.append((name, exc))
+                        result['error'] = exc.msg
+                        continue
                 if fresh is None or fresh['metadata'].get('uid') != result['uid']:
                     result['gone'] = True
                     continue

@@ -24,7 +24,7 @@ description:
     same pods changes nothing.
   - When a pod cannot be deleted, the module still deletes the others, then fails with a message that names each
     pod it could not delete and why (the API's status and message), and returns RV(deleted), RV(absent) and
-    RV(failed). Running it again deletes what is left.
+    RV(failures). Running it again deletes what is left.
   - Deciding which pods may be force-deleted is the caller's job (the C(volfence.csi.node_failover) playbook
     force-deletes only the pods whose volumes it made safe). A force delete of a pod whose node still runs it
     lets a second copy start while the first one still writes.
@@ -115,9 +115,10 @@ absent:
   type: list
   elements: dict
   sample: [{namespace: shop, name: db-1, why: "not found: already gone"}]
-failed:
+failures:
   description: The pods that could not be deleted, each with C(namespace), C(name) and C(error) (the API's
-    status, reason and message). The module fails when there is any.
+    status, reason and message). The module fails when there is any (and still returns RV(deleted) and
+    RV(absent)).
   returned: always
   type: list
   elements: dict
@@ -163,7 +164,7 @@ def main():
         text = str(exc)
         module.fail_json(msg=text if text.endswith('nothing was changed') else text + '; nothing was changed')
 
-    out = dict(deleted=[], absent=[], failed=[])
+    out = dict(deleted=[], absent=[], failures=[])
     if pods:
         try:
             out = PodDeleter(connect(module), workers=p['parallel']).run(pods, p['grace_period'], module.check_mode)
@@ -171,11 +172,11 @@ def main():
             module.fail_json(**exc.fail_kwargs())
     result = dict(changed=bool(out['deleted']), **out)
     if module._diff:
-        refs = ['%s/%s' % (r['namespace'], r['name']) for r in out['deleted'] + out['failed']]
-        after = ['%s/%s' % (r['namespace'], r['name']) for r in out['failed']]
+        refs = ['%s/%s' % (r['namespace'], r['name']) for r in out['deleted'] + out['failures']]
+        after = ['%s/%s' % (r['namespace'], r['name']) for r in out['failures']]
         result['diff'] = dict(before=dict(pods=sorted(refs)), after=dict(pods=sorted(after)))
-    if out['failed']:
-        module.fail_json(msg=failure_message(out['failed'], len(pods), len(out['deleted']), len(out['absent'])),
+    if out['failures']:
+        module.fail_json(msg=failure_message(out['failures'], len(pods), len(out['deleted']), len(out['absent'])),
                          **result)
     module.exit_json(**result)
 

@@ -13,8 +13,8 @@ module: volumeattachment
 short_description: Delete stale CSI VolumeAttachments so a volume can attach elsewhere
 version_added: 0.1.0
 description:
-  - Deletes C(storage.k8s.io/v1) VolumeAttachments selected by name, PersistentVolume, node and attacher
-    (combined; at least one is required), by default only the stale ones, as
+  - Deletes C(storage.k8s.io/v1) VolumeAttachments selected by name (or a list of names), PersistentVolume, node
+    and attacher (combined; at least one is required), by default only the stale ones, as
     M(volfence.csi.volumeattachment_info) assesses them. A VolumeAttachment left on a failed node keeps a
     ReadWriteOnce volume from attaching to the node where its pod now runs (C(Multi-Attach error)), and the
     pod stays in C(ContainerCreating).
@@ -25,6 +25,9 @@ description:
     O(force=true) removes that finalizer (C(external-attacher/<driver>)) once the deletion is older than
     O(force_grace), and only that finalizer.
   - With O(wait=true) (the default) the module returns once the attachments are gone.
+  - Many attachments are handled in one call, at most O(parallel) at a time, each with every check above. When one
+    cannot be handled, the others still are; the module then fails naming each one that failed and why, and a
+    re-run finishes the job (attachments already gone are not selected again).
   - Deleting an attachment whose volume is in use on a healthy node detaches it under a running pod. That
     is why O(only_stale=true) is the default; attachments that are not stale are skipped and reported.
   - An attachment whose volume its Ready node lists in C(status.volumesInUse) (kubelet still uses it, or is
@@ -57,7 +60,17 @@ options:
   name:
     description:
       - Name of one VolumeAttachment. If it does not exist the module changes nothing and warns.
+      - Mutually exclusive with O(names).
     type: str
+  names:
+    description:
+      - Names of VolumeAttachments, handled in one call. Those that do not exist are named in a warning, not a
+        failure (a re-run after a partial failure finds the deleted ones gone).
+      - With more than ten names the attachments are read with one list request.
+      - An empty list selects nothing.
+      - Mutually exclusive with O(name).
+    type: list
+    elements: str
   persistent_volume:
     description:
       - Attachments of this PersistentVolume. The module fails if the PersistentVolume does not exist and
@@ -121,10 +134,17 @@ options:
     default: 120
   wait_sleep:
     description:
-      - Seconds between checks while waiting.
+      - Seconds between checks while waiting. With more than ten attachments to wait for, each check is one list
+        request.
       - From 1 to 600.
     type: int
     default: 1
+  parallel:
+    description:
+      - How many attachments are deleted (or their finalizer removed) at once.
+      - From 1 to 256.
+    type: int
+    default: 16
 seealso:
   - module: volfence.csi.volumeattachment_info
   - module: volfence.csi.networkfence
@@ -149,6 +169,13 @@ EXAMPLES = r'''
     force: true
     force_grace: 30
     wait_timeout: 180
+
+- name: Remove the stale attachments of the volumes a failover made safe, in one call
+  volfence.csi.volumeattachment:
+    names: "{{ release_plan.remove_attachments }}"
+    not_ready_grace: 60
+    parallel: 32
+    wait_timeout: 300
 
 - name: Same connection for every volfence.csi Kubernetes module
   module_defaults:
@@ -230,6 +257,7 @@ diff:
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
+    MAX_PARALLEL,
     MAX_SLEEP_SECONDS,
     MAX_WAIT_SECONDS,
     check_range,
@@ -246,6 +274,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment imp
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
 
 SELECTORS = ('name', 'persistent_volume', 'node', 'attacher')
+# The names of one name or names shown in a warning at most.
+_MISSING_SHOWN = 20
 
 
 def main():
@@ -253,6 +283,7 @@ def main():
         argument_spec=k8s_argument_spec(
             state=dict(type='str', default='absent', choices=['absent']),
             name=dict(type='str'),
+            names=dict(type='list', elements='str'),
             persistent_volume=dict(type='str', aliases=['pv']),
             node=dict(type='str'),
             attacher=dict(type='str', aliases=['driver']),
@@ -263,8 +294,10 @@ def main():
             wait=dict(type='bool', default=True),
             wait_timeout=dict(type='int', default=120),
             wait_sleep=dict(type='int', default=1),
+            parallel=dict(type='int', default=16),
         ),
-        required_one_of=[SELECTORS],
+        required_one_of=[SELECTORS + ('names',)],
+        mutually_exclusive=[('name', 'names')],
         supports_check_mode=True,
     )
     check_requirements(module)
@@ -273,17 +306,27 @@ def main():
         for key in ('name', 'persistent_volume', 'node'):
             if p[key] is not None:
                 check_object_name(p[key], key)
+        problems = []
+        for index, name in enumerate(p['names'] or []):
+            try:
+                check_object_name(name, 'names[%d]' % index)
+            except ValueError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ValueError('; '.join(problems))
+        check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)
         for key in ('not_ready_grace', 'force_grace', 'wait_timeout'):
             check_range(p[key], key, 0, MAX_WAIT_SECONDS, 'seconds')
         check_range(p['wait_sleep'], 'wait_sleep', 1, MAX_SLEEP_SECONDS, 'seconds')
     except ValueError as exc:
-        module.fail_json(msg=str(exc) + ' (nothing was changed)')
+        text = str(exc)
+        module.fail_json(msg=text if text.endswith('nothing was changed') else text + ' (nothing was changed)')
 
     try:
         api = connect(module)
-        vas = VolumeAttachments(api, not_ready_grace=p['not_ready_grace'])
+        vas = VolumeAttachments(api, not_ready_grace=p['not_ready_grace'], workers=p['parallel'])
         vas.read_version()
-        selected = vas.select(*[p[k] for k in SELECTORS])
+        selected = vas.select(*[p[k] for k in SELECTORS], names=p['names'])
         if p['persistent_volume'] is not None:
             vas.check_pv_exists(p['persistent_volume'], selected)
         if p['node'] is not None:
@@ -293,6 +336,17 @@ def main():
         if p['name'] is not None and not selected:
             vas.warnings.append('VolumeAttachment %s not found%s: nothing to delete' % (
                 p['name'], '' if not any(p[k] for k in SELECTORS[1:]) else ' (or it does not match the other selectors)'))
+        if p['names']:
+            found = set(va['metadata']['name'] for va in selected)
+            missing = sorted(set(n for n in p['names'] if n not in found))
+            if missing:
+                vas.warnings.append('%d of the %d VolumeAttachment name(s) not found%s: %s%s; nothing to delete for '
+                                    'them' % (len(missing), len(set(p['names'])),
+                                              '' if not any(p[k] for k in SELECTORS[1:])
+                                              else ' (or they do not match the other selectors)',
+                                              ', '.join(missing[:_MISSING_SHOWN]),
+                                              ' and %d more' % (len(missing) - _MISSING_SHOWN)
+                                              if len(missing) > _MISSING_SHOWN else ''))
         reports = vas.assess_all(selected)
         results, failures = vas.delete(reports, only_stale=p['only_stale'], force=p['force'],
                                        force_grace=p['force_grace'], wait=p['wait'], wait_timeout=p['wait_timeout'],

@@ -126,7 +126,7 @@ def refs(names, uids=None):
 def test_deletes_all_in_parallel_with_uid_preconditions_and_grace():
     fake, uids = pods_world(5)
     out = PodDeleter(api_for(fake), workers=3).run(refs(sorted(uids), uids))
-    assert sorted(d['name'] for d in out['deleted']) == sorted(uids) and out['absent'] == out['failed'] == []
+    assert sorted(d['name'] for d in out['deleted']) == sorted(uids) and out['absent'] == out['failures'] == []
     assert [d['uid'] for d in out['deleted']] == [uids[d['name']] for d in out['deleted']]
     assert fake.store['pods'] == {}
     deletes = [entry for entry in fake.log if entry[0] == 'DELETE']
@@ -155,7 +155,7 @@ def test_one_failure_does_not_stop_the_others_and_a_rerun_finishes():
                         message='etcdserver: request timed out')]
     out = PodDeleter(api_for(fake, retries=2), workers=4, sleep=lambda s: None).run(refs(sorted(uids), uids))
     assert sorted(d['name'] for d in out['deleted']) == ['p-0', 'p-1', 'p-2', 'p-4', 'p-5']
-    assert out['failed'] == [dict(namespace='shop', name='p-3', error='500 InternalError: etcdserver: request timed out')]
+    assert out['failures'] == [dict(namespace='shop', name='p-3', error='500 InternalError: etcdserver: request timed out')]
     assert len([e for e in fake.log if e[0] == 'DELETE' and e[1].endswith('/p-3')]) == 3   # bounded: 1 + retries
     fake.faults = []
     again = PodDeleter(api_for(fake)).run(refs(sorted(uids), uids))
@@ -167,7 +167,7 @@ def test_a_lost_answer_whose_delete_went_through_counts_as_deleted():
     fake, uids = pods_world(1)
     fake.faults = [dict(method='DELETE', path='/pods/p-0', transport=True, apply=True)]
     out = PodDeleter(api_for(fake), sleep=lambda s: None).run(refs(['p-0'], uids))
-    assert [d['name'] for d in out['deleted']] == ['p-0'] and out['failed'] == []
+    assert [d['name'] for d in out['deleted']] == ['p-0'] and out['failures'] == []
 
 
 def test_forbidden_is_not_retried():
@@ -175,7 +175,7 @@ def test_forbidden_is_not_retried():
     fake.faults = [dict(method='DELETE', path='/pods/p-0', status=403, reason='Forbidden', count=9,
                         message='pods "p-0" is forbidden: User "x" cannot delete resource "pods"')]
     out = PodDeleter(api_for(fake), sleep=lambda s: None).run(refs(['p-0'], uids))
-    assert out['failed'][0]['error'].startswith('403 Forbidden: pods "p-0" is forbidden')
+    assert out['failures'][0]['error'].startswith('403 Forbidden: pods "p-0" is forbidden')
     assert len([e for e in fake.log if e[0] == 'DELETE']) == 1
 
 

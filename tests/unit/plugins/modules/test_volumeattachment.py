@@ -33,8 +33,8 @@ def run(module, args, monkeypatch, capsys, fake, clock, check=False, diff=False)
 
     real = _volumeattachment_ops.VolumeAttachments.__init__
 
-    def init(self, api, not_ready_grace=300, **_kwargs):
-        real(self, api, not_ready_grace, now=clock.now, sleep=clock.sleep, clock=clock.time)
+    def init(self, api, not_ready_grace=300, workers=1, **_kwargs):
+        real(self, api, not_ready_grace, now=clock.now, sleep=clock.sleep, clock=clock.time, workers=workers)
 
     monkeypatch.setattr(module, 'connect', fake_connect)
     monkeypatch.setattr(_volumeattachment_ops.VolumeAttachments, '__init__', init)
@@ -191,3 +191,81 @@ def test_a_node_that_names_nothing_is_a_loud_warning(monkeypatch, capsys, module
     assert fake.writes() == []
     out, _calls = run(module, dict(node='node-b'), monkeypatch, capsys, fake, clock, check=True)
     assert out['volumeattachments'] and not any('no node named' in w for w in warning_texts(out))
+
+
+def many(fake, count, node='node-b'):
+    """`count` more stale attachments on node-b (NotReady), each of its own PV; their names."""
+    from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import attachment_name
+    names = []
+    for i in range(count):
+        pv = 'pv-m%d' % i
+        fake.add('persistentvolumes', dict(metadata=dict(name=pv), spec=dict(
+            csi=dict(driver='rbd.csi.ceph.com', volumeHandle='hm-%d' % i),
+            claimRef=dict(namespace='default', name='cm-%d' % i))))
+        name = attachment_name('hm-%d' % i, 'rbd.csi.ceph.com', node)
+        fake.add('volumeattachments', dict(metadata=dict(name=name, finalizers=['external-attacher/rbd-csi-ceph-com']),
+                                           spec=dict(attacher='rbd.csi.ceph.com', nodeName=node,
+                                                     source=dict(persistentVolumeName=pv))), status=dict(attached=True))
+        names.append(name)
+    return names
+
+
+def test_names_many_in_one_call_one_list_partial_failure_then_rerun(monkeypatch, capsys):
+    """names: 30 stale attachments read with one LIST, deleted in parallel; the DELETE of one keeps failing: the
+    others are deleted, the message names it; a re-run (fault gone) deletes it; every safety check still applies
+    (VA1, used on Ready node-a, is kept)."""
+    fake, clock, _vas = cluster()
+    fake.hooks.append(attacher)
+    names = many(fake, 30)
+    bad = names[7]
+    fake.faults = [dict(method='DELETE', exact='/apis/storage.k8s.io/v1/volumeattachments/' + bad, status=500,
+                        count=99)]
+    args = dict(names=names + [VA1, 'csi-gone'], parallel=8)
+    out, _calls = run(volumeattachment, args, monkeypatch, capsys, fake, clock)
+    assert out['failed'] and out['changed']
+    assert sorted(out['deleted']) == sorted(n for n in names if n != bad)
+    assert [f['name'] for f in out['failures']] == [bad] and bad in out['msg']
+    assert out['msg'].startswith('1 of 31 selected VolumeAttachment(s) could not be handled: %s: Failed to delete '
+                                 'VolumeAttachment %s: 500' % (bad, bad))
+    assert [k['name'] for k in out['kept']] == [VA1]
+    assert any('1 of the 32 VolumeAttachment name(s) not found: csi-gone' in w for w in warning_texts(out))
+    # one LIST to select, one per poll while waiting (the attacher detaches at once: one poll); a GET only to
+    # re-read the one whose DELETE failed before retrying it
+    reads = [e[1] for e in fake.log if e[0] == 'GET' and e[1].startswith('/apis/storage.k8s.io/v1/volumeattachments')]
+    assert [r for r in reads if r == '/apis/storage.k8s.io/v1/volumeattachments'] == [reads[0]] * 2
+    assert set(r for r in reads if r != reads[0]) == set(['/apis/storage.k8s.io/v1/volumeattachments/' + bad])
+    fake.faults = []
+    out, _calls = run(volumeattachment, args, monkeypatch, capsys, fake, clock)
+    assert not out.get('failed') and out['changed'] and out['deleted'] == [bad]
+    out, _calls = run(volumeattachment, args, monkeypatch, capsys, fake, clock)
+    assert not out['changed'] and out['deleted'] == [] and [k['name'] for k in out['kept']] == [VA1]
+    assert fake.get('volumeattachments', VA1) is not None
+
+
+def test_names_wait_polls_with_one_list(monkeypatch, capsys):
+    """Waiting for more than ten attachments: one LIST per poll, not one GET each."""
+    fake, clock, _vas = cluster()
+    names = many(fake, 12)
+    out, _calls = run(volumeattachment, dict(names=names, force=True, force_grace=2, wait_timeout=30), monkeypatch,
+                      capsys, fake, clock)
+    assert not out.get('failed') and sorted(out['deleted']) == sorted(names), out
+    assert all(v['gone'] and v['finalizer_removed'] for v in out['volumeattachments'])
+    single = [e for e in fake.log if e[0] == 'GET' and e[1].startswith('/apis/storage.k8s.io/v1/volumeattachments/')]
+    assert single == []
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(name=VA0, names=[VA1]), 'parameters are mutually exclusive: name|names'),
+    (dict(names=['ok', 'Not_OK']), "names[1] 'Not_OK' is not a valid Kubernetes object name"),
+    (dict(names=['ok'], parallel=257), 'parallel=257 is out of range: give 1 to 256; nothing was changed'),
+])
+def test_names_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
+    fake, clock, _vas = cluster()
+    out, calls = run(volumeattachment, args, monkeypatch, capsys, fake, clock)
+    assert out['failed'] and message in out['msg'] and calls == []
+
+
+def test_empty_names_selects_nothing(monkeypatch, capsys):
+    fake, clock, _vas = cluster()
+    out, _calls = run(volumeattachment, dict(names=[]), monkeypatch, capsys, fake, clock)
+    assert not out.get('failed') and not out['changed'] and out['volumeattachments'] == [] and fake.writes() == []
