@@ -254,3 +254,55 @@ def test_a_node_that_names_nothing_warns_a_gone_node_with_attachments_does_not(a
     assert "node_missing" in gone["volumeattachments"][0]["stale_reasons"]
     assert not [w for w in gone["_warnings"] if "no node named" in w], gone["_warnings"]
     assert kube.list(VAS, label_selector="volfence.io/test=" + world["label"]) == before
+
+
+def stale_attachments(world, count):
+    """`count` more stale attachments on NotReady node B, each of its own PV; their names."""
+    b, label = world["builder"], world["label"]
+    names = []
+    for i in range(count):
+        pv = "vft-%s-pvm-%d" % (label, i)
+        b.pv(pv, DRIVER, "%s-hm-%d" % (label, i), claim="vft-%s-cm-%d" % (label, i))
+        names.append(b.va(pv, DRIVER, "%s-hm-%d" % (label, i), world["b"]))
+    return names
+
+
+def test_names_in_one_call_keep_the_safety_checks(ansible, kube, world):
+    """names: 20 stale attachments and the healthy one in one call: the stale ones are deleted (force removes the
+    fake driver's finalizer), the healthy one is kept with its reason; a re-run changes nothing."""
+    names = stale_attachments(world, 20)
+    args = {"names": names + [world["va1"]], "force": True, "force_grace": 0, "wait_timeout": 60, "parallel": 8}
+    result = ansible.run("volumeattachment", args)
+    assert result["_rc"] == 0 and result["changed"], result
+    assert sorted(result["deleted"]) == sorted(names) and [k["name"] for k in result["kept"]] == [world["va1"]]
+    assert all(kube.get(VAS + "/" + n) is None for n in names)
+    assert kube.get(VAS + "/" + world["va1"])["metadata"].get("deletionTimestamp") is None
+    again = ansible.run("volumeattachment", args)
+    assert again["_rc"] == 0 and not again["changed"] and again["deleted"] == []
+    assert any("20 of the 21 VolumeAttachment name(s) not found" in w for w in again["_warnings"])
+
+
+def test_names_one_failing_the_rest_done_rerun_finishes(ansible, kube, emu, world):
+    names = stale_attachments(world, 20)
+    bad = names[5]
+    emu.fault(method="DELETE", path_regex="/volumeattachments/%s$" % bad, status=500, count=0,
+              message="etcdserver: leader changed")
+    args = {"names": names, "force": True, "force_grace": 0, "wait_timeout": 60, "api_retries": 1}
+    result = ansible.run("volumeattachment", args)
+    assert result["_rc"] != 0 and result["failed"] and result["changed"], result
+    assert [f["name"] for f in result["failures"]] == [bad]
+    assert result["msg"].startswith("1 of 20 selected VolumeAttachment(s) could not be handled: %s: Failed to delete "
+                                    "VolumeAttachment %s: 500 InternalError: etcdserver: leader changed" % (bad, bad))
+    assert sorted(result["deleted"]) == sorted(n for n in names if n != bad)
+    assert [n for n in names if kube.get(VAS + "/" + n) is not None] == [bad]
+    emu.clear_faults()
+    again = ansible.run("volumeattachment", args)
+    assert again["_rc"] == 0 and again["changed"] and again["deleted"] == [bad], again
+    assert kube.get(VAS + "/" + bad) is None
+
+
+def test_names_and_name_are_exclusive_and_checked(ansible, world):
+    result = ansible.run("volumeattachment", {"name": world["va0"], "names": [world["va0"]]})
+    assert result["_rc"] != 0 and "mutually exclusive: name|names" in result["msg"]
+    result = ansible.run("volumeattachment", {"names": [world["va0"], "Not_A_Name"]})
+    assert result["_rc"] != 0 and "names[1] 'Not_A_Name' is not a valid Kubernetes object name" in result["msg"]
