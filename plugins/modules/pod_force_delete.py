@@ -14,7 +14,7 @@ short_description: Force-delete many pods in one call, never a replacement of th
 version_added: 0.2.0
 description:
   - Deletes every pod of O(pods) with a grace period of O(grace_period) seconds (0, the default, is a force
-    delete: the API server removes the pod at once, without waiting for its kubelet), at most O(parallel) at a
+    delete; the API server removes the pod at once, without waiting for its kubelet), at most O(parallel) at a
     time. This is how the pods of a failed node, whose volumes were made safe, are released so that their
     controllers start replacements elsewhere.
   - When a pod's C(uid) is given, its DELETE carries it as a precondition. A StatefulSet's replacement pod has
