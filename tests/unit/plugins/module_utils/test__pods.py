@@ -64,8 +64,8 @@ def test_check_pods_names_every_wrong_entry():
 
 
 def test_check_claims_and_nodes():
-    assert check_claims(['shop/data-db-1', 'shop/data-db-0', 'shop/data-db-1']) == [('shop', 'data-db-0'),
-                                                                                     ('shop', 'data-db-1')]
+    expected = [('shop', 'data-db-0'), ('shop', 'data-db-1')]
+    assert check_claims(['shop/data-db-1', 'shop/data-db-0', 'shop/data-db-1']) == expected
     for bad, message in (('data-db-0', "claims[0]: 'data-db-0' is not \"namespace/claim\""),
                          ('a/b/c', "is not \"namespace/claim\""),
                          ('Shop/x', "claims[0]: namespace 'Shop' is not a namespace name"),
