@@ -388,21 +388,10 @@ SCENARIO_LABEL = "lab.volfence.io/scenario"
 STUCK = "is still being used"
 
 
-def many_volumes(cfg, nodes, volumes, scenario, parallel=8):
+def place_volumes(cfg, nodes, volumes, parallel=8):
     """`volumes` Deployments on each of `nodes`, each with a ReadWriteOnce claim on an RBD image
-    of its own, all Running; then the nodes die together (kubelets gone, rbd clients alive) and
-    every replacement pod is stuck on the surviving nodes with "is still being used"."""
-    for node in nodes:
-        if node not in cfg.nodes:
-            raise labmod.LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
-    if len(set(nodes)) != len(nodes):
-        raise labmod.LabError("a node is named twice: %s" % ", ".join(nodes))
-    if not set(cfg.nodes) - set(nodes):
-        raise labmod.LabError("no node would be left to run the replacement pods: the lab has %s "
-                              "(start it with more, e.g. LAB_NODES=%d)" % (", ".join(cfg.nodes), len(nodes) + 1))
-    if not 1 <= volumes <= 500:
-        raise labmod.LabError("volumes must be 1-500 per node, got %d" % volumes)
-    started = time.time()
+    of its own, and waits until all run there. Returns (id, selector, built, the Running pods by
+    Deployment)."""
     kube = labmod.kube_client(cfg)
     base_objects(kube)
     ident = uuid.uuid4().hex[:6]
@@ -428,6 +417,25 @@ def many_volumes(cfg, nodes, volumes, scenario, parallel=8):
                    and p["spec"].get("nodeName") == by_app[p["metadata"]["labels"]["app"]]["node"]}
         return running if len(running) == len(built) else None
     first = wait("%d pods to run on %s" % (len(built), ", ".join(nodes)), all_running, timeout=60 + len(built))
+    return ident, selector, built, first
+
+
+def many_volumes(cfg, nodes, volumes, scenario):
+    """place_volumes, then the nodes die together (kubelets gone, rbd clients alive) and every
+    replacement pod is stuck on the surviving nodes with "is still being used"."""
+    for node in nodes:
+        if node not in cfg.nodes:
+            raise labmod.LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    if len(set(nodes)) != len(nodes):
+        raise labmod.LabError("a node is named twice: %s" % ", ".join(nodes))
+    if not set(cfg.nodes) - set(nodes):
+        raise labmod.LabError("no node would be left to run the replacement pods: the lab has %s "
+                              "(start it with more, e.g. LAB_NODES=%d)" % (", ".join(cfg.nodes), len(nodes) + 1))
+    if not 1 <= volumes <= 500:
+        raise labmod.LabError("volumes must be 1-500 per node, got %d" % volumes)
+    started = time.time()
+    kube = labmod.kube_client(cfg)
+    ident, selector, built, first = place_volumes(cfg, nodes, volumes)
     for node in nodes:
         labmod.kill_node(cfg, node)
 

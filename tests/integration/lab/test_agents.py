@@ -1,0 +1,145 @@
+"""The lab's node agents keep up: many pods of one node staged and started in parallel, a shared
+image unstaged only with its last pod, and the many-volume scenarios (node-volumes, rack) built
+and removed. Every check waits for a state; none times anything."""
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+
+NAMESPACE = "default"
+
+
+def wait_until(what, predicate, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def node_config(lab):
+    """The lab's Config as lab.py sees it, for the scenario helpers."""
+    import lab as labmod
+    env = dict(os.environ, LAB_DIR=lab.dir, LAB_PREFIX=lab.env["LAB_PREFIX"], LAB_SLOT=lab.env["LAB_SLOT"],
+               LAB_NODES=lab.env["LAB_NODES"])
+    cfg = labmod.Config(env)
+    cfg.version = lab.env.get("LAB_CEPH_VERSION")
+    return cfg
+
+
+def ready_condition(kube, node):
+    return [c for c in kube.get("nodes", node)["status"]["conditions"] if c["type"] == "Ready"][0]
+
+
+@pytest.fixture
+def many(clean_lab, kube):
+    """Every node alive before and after; what a test placed or built removed afterwards."""
+    lab = clean_lab
+    for node in lab.nodes:
+        lab.lab("revive-node", node)
+    yield lab
+    lab.lab("clean-scenario", "--wait", "60")
+    for node in lab.nodes:
+        lab.lab("revive-node", node)
+    lab.unblock_all()
+    wait_until("every node Ready", lambda: all(
+        ready_condition(kube, n)["status"] == "True" for n in lab.nodes), 30)
+
+
+def test_thirty_pods_of_one_node_come_up_in_parallel(many, kube):
+    """30 Deployments, each with its own RBD claim, on node-c: every pod Running there, each image
+    staged once from node-c's address (a real watcher), and node-c stayed Ready all along (its
+    heartbeat does not wait for the syncs)."""
+    import scenarios
+    lab = many
+    node = "node-c"
+    before = ready_condition(kube, node)
+    assert before["status"] == "True"
+    _ident, selector, built, running = scenarios.place_volumes(node_config(lab), [node], 30)
+    assert len(running) == 30
+    pods = [p for p in kube.list("pods", NAMESPACE, label_selector=selector)
+            if not p["metadata"].get("deletionTimestamp")]
+    assert sorted(p["metadata"]["labels"]["app"] for p in pods) == sorted(b["deployment"] for b in built)
+    assert {(p["spec"]["nodeName"], p["status"]["phase"]) for p in pods} == {(node, "Running")}
+    for item in built:
+        assert [w["address"].split(":")[0] for w in lab.watchers(item["image"])] == [lab.nodes[node]]
+    after = ready_condition(kube, node)
+    assert after["status"] == "True"
+    assert after["lastTransitionTime"] == before["lastTransitionTime"], "node-c was never NotReady"
+    assert after["lastHeartbeatTime"] >= before["lastHeartbeatTime"]
+
+
+def test_a_shared_image_is_unstaged_with_its_last_pod(many, kube):
+    """Two pods of node-c use one claim (ReadWriteOnce allows it on one node): one stage holder;
+    deleting the first pod's Deployment keeps it (the second still runs on the image); deleting
+    the second unstages it."""
+    import scenarios
+    lab = many
+    node = "node-c"
+    _ident, selector, built, running = scenarios.place_volumes(node_config(lab), [node], 1)
+    image, claim = built[0]["image"], built[0]["pvc"]
+    second = "%s-second" % built[0]["deployment"]
+    scenarios.deployment(kube, second, claim, node, labels={scenarios.SCENARIO_LABEL: selector.split("=")[1]})
+    wait_until("the second pod Running on node-c", lambda: scenarios.running_on(kube, second, node), 60)
+    assert [w["address"].split(":")[0] for w in lab.watchers(image)] == [lab.nodes[node]]
+    holders = os.listdir(os.path.join(lab.dir, "holders"))
+    assert len([h for h in holders if h.endswith(".pid") and image.replace("/", "_") in h]) == 1
+
+    kube.delete("deployments", built[0]["deployment"], NAMESPACE)
+    wait_until("the first pod gone", lambda: not scenarios.pods_of(kube, built[0]["deployment"]), 60)
+    assert scenarios.running_on(kube, second, node)
+    assert [w["address"].split(":")[0] for w in lab.watchers(image)] == [lab.nodes[node]], \
+        "the image was unstaged while the second pod still uses it"
+
+    kube.delete("deployments", second, NAMESPACE)
+    wait_until("the second pod gone", lambda: not scenarios.pods_of(kube, second), 60)
+    wait_until("the image unstaged", lambda: not lab.watchers(image), 60)
+
+
+def test_node_volumes_scenario_then_the_manual_fix_then_clean_up(many, kube):
+    lab = many
+    state = json.loads(lab.lab("scenario", "node-volumes", "--node", "node-b", "--volumes", "5"))
+    assert state["scenario"] == "node-volumes" and state["failed_node"] == "node-b"
+    assert len(state["stuck_pods"]) == len(state["images"]) == len(set(state["deployments"])) == 5
+    for image in state["images"]:
+        assert [w["address"].split(":")[0] for w in lab.watchers(image)] == [lab.nodes["node-b"]]
+    for name in state["stuck_pods"]:
+        pod = kube.get("pods", name, NAMESPACE)
+        assert pod["spec"]["nodeName"] != "node-b" and pod["status"]["phase"] == "Pending"
+    lab.ceph("osd", "blocklist", "add", lab.nodes["node-b"])
+    wait_until("every stuck pod Running", lambda: all(
+        kube.get("pods", n, NAMESPACE)["status"]["phase"] == "Running" for n in state["stuck_pods"]), 90)
+
+    cleaned = json.loads(lab.lab("clean-scenario", state["id"], "--wait", "60"))
+    assert cleaned["images"] == 5 and cleaned["images_left"] == []
+    assert not kube.list("deployments", NAMESPACE, label_selector=state["label_selector"])
+    assert not kube.list("persistentvolumes", label_selector=state["label_selector"])
+    listed = lab.rbd("ls", lab.pool).split()
+    assert not [i for i in state["images"] if i.split("/")[1] in listed]
+
+
+def test_rack_scenario_nodes_die_together(many, kube):
+    lab = many
+    state = json.loads(lab.lab("scenario", "rack", "--nodes", "node-b,node-c", "--volumes", "3"))
+    assert state["scenario"] == "rack" and state["failed_nodes"] == ["node-b", "node-c"]
+    assert len(state["stuck_pods"]) == 6
+    assert set(state["stuck_nodes"]).isdisjoint({"node-b", "node-c"})
+    ips = sorted({w["address"].split(":")[0] for image in state["images"] for w in lab.watchers(image)})
+    assert ips == sorted([lab.nodes["node-b"], lab.nodes["node-c"]])
+    for node in ("node-b", "node-c"):
+        assert ready_condition(kube, node)["status"] != "True"
+
+
+def test_scenario_options_are_checked(lab):
+    with pytest.raises(AssertionError, match="takes no --volumes"):
+        lab.lab("scenario", "seed-001", "--volumes", "3")
+    with pytest.raises(AssertionError, match="no node would be left"):
+        lab.lab("scenario", "rack", "--nodes", ",".join(lab.nodes), "--volumes", "1")
