@@ -203,9 +203,11 @@ def playbook_fix(cfg, state, tag):
         match = TASK_LINE.match(line.strip())
         if match:
             tasks.append({"task": match.group("task").strip(), "seconds": float(match.group("seconds"))})
+    with open(os.path.join(OUT, "failover-%s.log" % tag), "w") as out:
+        out.write(proc.stdout)
     with open(os.path.join(OUT, "failover-%s.json" % tag), "w") as out:
-        json.dump({"command": cmd, "rc": proc.returncode, "tasks": tasks, "output_tail": proc.stdout[-6000:]},
-                  out, indent=2)
+        json.dump({"command": cmd, "rc": proc.returncode, "tasks": tasks, "tasks_seconds": round(sum(
+            t["seconds"] for t in tasks), 2), "output": ".cache/bench/failover-%s.log" % tag}, out, indent=2)
     if proc.returncode != 0:
         raise BenchError("node_failover failed (rc %d): %s" % (proc.returncode, proc.stdout[-1500:]))
     fenced = None
