@@ -5,7 +5,7 @@ timeout names the waiting claims."""
 
 import pytest
 
-from k8s_helpers import MODULE_USER_AGENT, TEST_LABEL, wait_until
+from k8s_helpers import MODULE_USER_AGENT, TEST_LABEL, Admin, wait_until
 
 
 @pytest.fixture
@@ -37,7 +37,6 @@ def test_waits_until_pods_run_started_while_it_waits(ansible, kube, target, ns, 
                                                    "wait_timeout": 120, "wait_sleep": 1})
     try:
         if target["emulator"] is not None:
-            from k8s_helpers import Admin
             admin = Admin(target["emulator"].url)
             polls = lambda: [r for r in admin.requests(method="GET")   # noqa: E731
                              if (r.get("user_agent") or "").startswith(MODULE_USER_AGENT)
@@ -57,7 +56,9 @@ def test_waits_until_pods_run_started_while_it_waits(ansible, kube, target, ns, 
         if proc.poll() is None:
             proc.kill()
     assert result["_rc"] == 0 and not result["changed"], result
-    assert result["waiting"] == [] and result["polls"] >= 2
+    # on the emulator the module was seen polling before the pods were created; elsewhere it may have
+    # started after them
+    assert result["waiting"] == [] and result["polls"] >= (2 if target["emulator"] is not None else 1)
     assert result["running"] == [
         {"claim": claims[0], "pod": "%s/db-0" % ns, "node": "vft-node-c"},
         {"claim": claims[1], "pod": "%s/db-1" % ns, "node": "vft-node-a"},
@@ -86,8 +87,10 @@ def test_without_wait_and_timeout_names_the_waiting_claims(ansible, kube, ns, la
     ({"claims": ["no-slash"]}, "claims[0]: 'no-slash' is not \"namespace/claim\""),
     ({"claims": ["default/x"], "wait_sleep": 0}, "wait_sleep=0 is out of range"),
 ])
-def test_bad_input_is_refused_before_any_call(ansible, emu, args, message):
-    since = emu.last_seq()
+def test_bad_input_is_refused_before_any_call(ansible, target, args, message):
+    admin = Admin(target["emulator"].url) if target["emulator"] is not None else None
+    since = admin.last_seq() if admin else 0
     result = ansible.run("replacement_pods_info", args)
     assert result["_rc"] != 0 and message in result["msg"], result
-    assert emu.module_requests(since) == []
+    if admin:   # the request log: not one request (elsewhere, the message alone)
+        assert admin.module_requests(since) == []
