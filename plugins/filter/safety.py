@@ -68,6 +68,18 @@ def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
                                    fenced_at)
 
 
+def failover_markers(nodes, failed_nodes, blocklisted_by_node=None, networkfences=None, fenced_at=None):
+    return _safety.failover_markers(_list(nodes, 'nodes'), failed_nodes, blocklisted_by_node or {},
+                                    _list(networkfences, 'networkfences'), fenced_at)
+
+
+def failover_networkfence_plan(existing_results, failed_nodes, cidrs_by_node=None):
+    """existing_results: the results of networkfence_info looped over the failed nodes."""
+    existing = dict((r.get('item'), r.get('fences') or []) for r in _list(existing_results, 'existing_results')
+                    if isinstance(r, dict) and not r.get('skipped'))
+    return _safety.networkfence_plan(failed_nodes, existing, cidrs_by_node or {})
+
+
 def failover_record(node, report=None):
     return _safety.read_marker(node, report)
 
@@ -103,6 +115,8 @@ class FilterModule(object):
             'failover_volumes': failover_volumes,
             'failover_fence_plan': failover_fence_plan,
             'failover_fence_cidrs': failover_fence_cidrs,
+            'failover_markers': failover_markers,
+            'failover_networkfence_plan': failover_networkfence_plan,
             'failover_release_plan': failover_release_plan,
             'node_volume_report': node_volume_report,
             'failover_marker': failover_marker,

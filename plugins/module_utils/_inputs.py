@@ -173,6 +173,13 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
     for group in entry.get('required_groups') or []:
         if not groups.get(group):
             problems.append('inventory: no host in group %s (%s)' % (group, 'the playbook runs its steps there'))
+    for group in entry.get('exactly_one_of') or []:
+        given = [n for n in group if provided.get(n) not in (None, '', [])]
+        if not given:
+            problems.append('%s: required (%s)%s' % (group[0], _what(options.get(group[0])), ''.join(
+                ', or %s (%s)' % (n, _what(options.get(n))) for n in group[1:])))
+        elif len(given) > 1:
+            problems.append('%s: give %s, not both' % (given[-1], ' or '.join(given)))
     for name in sorted(options):
         option = options[name]
         value = provided.get(name)
@@ -202,9 +209,15 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
         else:
             values[name] = os.path.abspath(value) if option.get('format') == 'report_dir' else value
     for name, option in options.items():
+        # one input read as a list by the plays whichever form was given (failed_node -> failed_nodes)
+        single = option.get('list_of')
+        if single and name not in values and values.get(single) is not None:
+            values[name] = [values[single]]
+    for name, option in options.items():
         # a report file named once per run, so that every step of the run uses the same path
         if option.get('default_name') and name not in values and not any(p.startswith(name + ':') for p in problems):
             fields = dict(values, epoch=int(time.time() if epoch is None else epoch))
+            fields = dict((k, '-'.join(str(i) for i in v) if isinstance(v, list) else v) for k, v in fields.items())
             if 'report_dir' in values and all(f in fields for f in re.findall(r'\{(\w+)\}', option['default_name'])):
                 values[name] = os.path.join(values['report_dir'], option['default_name'].format(**fields))
     for other in sorted(set(other_names) - set(options)):
@@ -214,6 +227,12 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
         if close and close[0] not in provided:
             problems.append('%s: not an input of %s; did you mean %s?' % (other, playbook, close[0]))
     return values, problems
+
+
+def _what(option):
+    """An input's description as a few words: its first sentence, up to a parenthesis or a dash."""
+    text = _plain((option or {}).get('description')).split('. ')[0]
+    return re.split(r' \(| - ', text)[0].rstrip('.').lower()
 
 
 def message(playbook, problems):
@@ -237,8 +256,10 @@ def survey_spec(playbook, entry):
     for name in entry.get('survey') or []:
         option = options[name]
         kind = option.get('type', 'str')
+        # the first input of an exactly_one_of group is the one a survey asks, so it is required there
+        required = option.get('required') or any(g[0] == name for g in entry.get('exactly_one_of') or [])
         question = dict(question_name=name.replace('_', ' ').capitalize(), question_description=_plain(
-            option.get('description')), variable=name, required=bool(option.get('required')))
+            option.get('description')), variable=name, required=bool(required))
         default = option.get('default')
         if kind == 'bool':
             question.update(type='multiplechoice', choices=['false', 'true'],

@@ -98,6 +98,18 @@ def _name(obj):
     return ((obj or {}).get('metadata') or {}).get('name')
 
 
+def failed_set(failed):
+    """The failed node(s) as a sorted tuple: one name, or a list of names (a rack or a zone lost)."""
+    if isinstance(failed, (list, tuple, set, frozenset)):
+        return tuple(sorted(set(str(n) for n in failed if n)))
+    return (failed,) if failed else ()
+
+
+def _display(failed):
+    """The failed node(s) in a sentence: 'node-b' or 'node-b, node-c'."""
+    return ', '.join(failed_set(failed)) or '?'
+
+
 class ClusterView(object):
     """Nodes as the safety rules need them: readiness, Lease age, bootID and every IP address
     (any address type, IPv4-mapped IPv6 unmapped), with the owners of each address."""
@@ -164,6 +176,13 @@ class ClusterView(object):
                     % (name, age, int(lease_grace)))
         return None
 
+    def alive_reasons(self, names, lease_grace, allow_fresh_lease=False):
+        """Why any of `names` must be treated as alive, all reasons in one sentence (None when every
+        one is provably down). One live node refuses the whole failover: the operator lists the lost
+        nodes again once checked."""
+        reasons = [r for r in (self.alive_reason(n, lease_grace, allow_fresh_lease) for n in failed_set(names)) if r]
+        return '; '.join(reasons) or None
+
 
 def _daemon_ips(daemon_addresses):
     out = set()
@@ -181,55 +200,75 @@ def fence_plan(images, failed_node, nodes, leases=None, lease_grace=120, daemon_
     """Split the watchers of the failed node's images into those to fence and those to keep (I1).
 
     images: rbd_watchers' `images` (watchers with `address`; csi_client_addresses with node, ip).
+    failed_node: the failed node, or a list of failed nodes (a rack): one plan across them.
     nodes, leases: Node and Lease objects as k8s_info returns them. The watchers' own `node` field
     is not trusted: owners are re-derived from every address of every node, after normalising.
-    A watcher is fenced only when its address is the failed node's alone (or, for pod networking,
-    ceph-csi recorded that the failed node staged the image from it, or fence_unknown), the failed
-    node is provably down, no Ready node lists the address, no two nodes share it, and no Ceph
-    daemon uses it. force lets a fresh Lease pass (never a Ready node).
+    A watcher is fenced only when its address is one failed node's alone (or, for pod networking,
+    ceph-csi recorded that one failed node staged the image from it, or fence_unknown with a single
+    failed node), every failed node is provably down, no Ready node lists the address, no two nodes
+    share it, and no Ceph daemon uses it. force lets a fresh Lease pass (never a Ready node).
     Returns {fence: [address], kept: [{address, image, reason, invariant}], by_image: {spec: [address]},
-    refused: reason or None}.
+    by_node: {node: [address]} (what each node's failover marker records), refused: reason or None}.
     """
     view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
+    failed = failed_set(failed_node)
     daemons = _daemon_ips(daemon_addresses)
-    refused = view.alive_reason(failed_node, lease_grace, allow_fresh_lease=force)
+    refused = view.alive_reasons(failed, lease_grace, allow_fresh_lease=force)
     addressless = view.addressless_ready()
     fence, kept, by_image = [], [], {}
+    by_node = dict((n, []) for n in failed)
     for image in images or []:
         spec = image.get('spec') or '%s/%s' % (image.get('pool'), image.get('image'))
-        recorded = set(normalize_ip(c.get('ip')) for c in image.get('csi_client_addresses') or []
-                       if c.get('node') == failed_node and c.get('ip'))
+        recorded = {}
+        for client in image.get('csi_client_addresses') or []:
+            ip = normalize_ip(client.get('ip'))
+            if client.get('node') in failed and ip is not None:
+                recorded.setdefault(ip, set()).add(client['node'])
         chosen = []
         for watcher in image.get('watchers') or []:
             address = watcher.get('address')
-            reason = _fence_refusal(view, normalize_ip(address), failed_node, recorded, daemons,
-                                    addressless, fence_unknown, refused)
+            ip = normalize_ip(address)
+            reason = _fence_refusal(view, ip, failed, recorded, daemons, addressless, fence_unknown, refused)
             if reason is None:
                 chosen.append(address)
                 if address not in fence:
                     fence.append(address)
+                owner = _fenced_owner(view, ip, failed, recorded)
+                if address not in by_node[owner]:
+                    by_node[owner].append(address)
             else:
                 entry = dict(address=address, image=spec, reason=reason, invariant='I1')
-                owner = _sole_other_owner(view, normalize_ip(address), failed_node, daemons)
+                owner = _sole_other_owner(view, ip, failed, daemons)
                 if owner:
                     # Another node's client (ceph-csi on the replacement's node opens the image to
-                    # check it): not the failed node's, so it does not hold back the release (I6).
+                    # check it): not a failed node's, so it does not hold back the release (I6).
                     entry['other_node'] = owner
                 kept.append(entry)
         by_image[spec] = chosen
-    return dict(fence=fence, kept=kept, by_image=by_image, refused=refused)
+    return dict(fence=fence, kept=kept, by_image=by_image, by_node=by_node, refused=refused)
 
 
-def _sole_other_owner(view, ip, failed_node, daemons):
-    """The one node other than the failed node that lists `ip`, when exactly one node lists it and
-    it is no Ceph daemon's; else None."""
+def _fenced_owner(view, ip, failed, recorded):
+    """The failed node a fenced address is recorded for: the node listing it, else the one ceph-csi
+    recorded, else the only failed node (fence_unknown)."""
+    owners = view.owners_of(ip)
+    if owners:
+        return owners[0]
+    if len(recorded.get(ip) or ()) == 1:
+        return next(iter(recorded[ip]))
+    return failed[0]
+
+
+def _sole_other_owner(view, ip, failed, daemons):
+    """The one node other than the failed node(s) that lists `ip`, when exactly one node lists it
+    and it is no Ceph daemon's; else None."""
     owners = view.owners_of(ip) if ip is not None else []
-    if len(owners) == 1 and owners[0] != failed_node and ip not in daemons:
+    if len(owners) == 1 and owners[0] not in failed and ip not in daemons:
         return owners[0]
     return None
 
 
-def _fence_refusal(view, ip, failed_node, recorded, daemons, addressless, fence_unknown, refused):
+def _fence_refusal(view, ip, failed, recorded, daemons, addressless, fence_unknown, refused):
     """None when the watcher at `ip` may be fenced, else why not."""
     if ip is None:
         return 'its address cannot be read as an IP'
@@ -242,8 +281,9 @@ def _fence_refusal(view, ip, failed_node, recorded, daemons, addressless, fence_
     if len(owners) > 1:
         return 'held from %s, an address that nodes %s share: it cannot be tied to one node' % (
             ip, ', '.join(owners))
-    if owners and owners[0] != failed_node:
-        return 'held from node %s, which is not the failed node' % owners[0]
+    if owners and owners[0] not in failed:
+        return 'held from node %s, which is not the failed node' % owners[0] if len(failed) == 1 else (
+            'held from node %s, which is not one of the failed nodes' % owners[0])
     if refused:
         return 'not fenced: %s' % refused
     if owners:
@@ -251,8 +291,17 @@ def _fence_refusal(view, ip, failed_node, recorded, daemons, addressless, fence_
     if addressless:
         return ('held from %s, which no node lists, while Ready node(s) %s list no address: it may be '
                 'theirs' % (ip, ', '.join(addressless)))
-    if ip in recorded or fence_unknown:
+    if len(recorded.get(ip) or ()) > 1:
+        return ('held from %s, which ceph-csi recorded for nodes %s: it cannot be tied to one node, so its '
+                'fence could not be lifted with the right node' % (ip, ', '.join(sorted(recorded[ip]))))
+    if ip in recorded:
         return None
+    if fence_unknown and len(failed) == 1:
+        return None
+    if fence_unknown:
+        return ('held from %s, which is no node\'s address and not recorded by ceph-csi for one of the failed '
+                'nodes: with several failed nodes it cannot be tied to one, so node_recover could not lift its '
+                'fence with the right node' % ip)
     return ('held from %s, which is no node\'s address and not recorded by ceph-csi as the failed node\'s '
             '(set fence_unknown_watchers to fence it)' % ip)
 
@@ -265,20 +314,26 @@ def remaining(images, fenced):
 
 
 def fence_cidrs(failed_node, nodes, leases=None, lease_grace=120, force=False, now=None):
-    """The host CIDRs a NetworkFence of the failed node may fence (I1): each of the node's
-    addresses that no Ready node lists and no other node shares. Returns {cidrs, kept, refused}."""
+    """The host CIDRs a NetworkFence of the failed node(s) may fence (I1): each of a failed node's
+    addresses that no Ready node lists and no other node shares. Returns {cidrs, by_node: {node:
+    [cidr]} (one NetworkFence per node), kept, refused}."""
     view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
-    refused = view.alive_reason(failed_node, lease_grace, allow_fresh_lease=force)
-    cidrs, kept = [], []
-    for ip in (view.nodes.get(failed_node) or {}).get('addresses') or []:
-        others = [n for n in view.owners_of(ip) if n != failed_node]
-        if refused:
-            kept.append(dict(address=str(ip), reason='not fenced: %s' % refused, invariant='I1'))
-        elif others:
-            kept.append(dict(address=str(ip), reason='shared with node(s) %s' % ', '.join(others), invariant='I1'))
-        else:
-            cidrs.append('%s/%d' % (ip, ip.max_prefixlen))
-    return dict(cidrs=cidrs, kept=kept, refused=refused)
+    failed = failed_set(failed_node)
+    refused = view.alive_reasons(failed, lease_grace, allow_fresh_lease=force)
+    cidrs, kept, by_node = [], [], {}
+    for node in failed:
+        own = by_node.setdefault(node, [])
+        for ip in (view.nodes.get(node) or {}).get('addresses') or []:
+            others = [n for n in view.owners_of(ip) if n != node]
+            if refused:
+                kept.append(dict(address=str(ip), reason='not fenced: %s' % refused, invariant='I1'))
+            elif others:
+                kept.append(dict(address=str(ip), reason='shared with node(s) %s' % ', '.join(others),
+                                 invariant='I1'))
+            else:
+                own.append('%s/%d' % (ip, ip.max_prefixlen))
+                cidrs.append(own[-1])
+    return dict(cidrs=cidrs, by_node=by_node, kept=kept, refused=refused)
 
 
 # --------------------------------------------------------------------------- the failover's marker (I2, I3)
@@ -303,9 +358,38 @@ def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
                            networkfences=sorted(fences)), sort_keys=True)
 
 
+def failover_markers(nodes, failed_node, blocklisted_by_node=None, networkfences=None, fenced_at=None):
+    """The marker of each failed node (failover_marker() text), from the fence plan's `by_node` and
+    the NetworkFences set (networkfence_plan() entries, each with its node): each node records only
+    what was fenced for it, so node_recover lifts each node's fences when that node is back (I2, I3)."""
+    by_name = dict((_name(n), n) for n in nodes or [] if isinstance(n, dict))
+    fences = {}
+    for fence in networkfences or []:
+        fences.setdefault(fence.get('node'), []).append(fence.get('name'))
+    return dict((node, failover_marker(by_name.get(node) or {}, (blocklisted_by_node or {}).get(node) or [],
+                                       fences.get(node) or [], fenced_at))
+                for node in failed_set(failed_node))
+
+
+def networkfence_plan(failed_node, existing, cidrs_by_node):
+    """The NetworkFences a failover sets Fenced (I1): for each failed node its pre-created fences
+    (existing: {node: networkfence_info fences}), else one new fence volfence-<node> of the node's own
+    host CIDRs (fence_cidrs() by_node; none when it has no address it may fence)."""
+    plan = []
+    for node in failed_set(failed_node):
+        fences = [f for f in (existing or {}).get(node) or [] if isinstance(f, dict) and f.get('name')]
+        if fences:
+            plan.extend(dict(node=node, name=f['name'], cidrs=list(f.get('cidrs') or []), create=False)
+                        for f in fences)
+        elif (cidrs_by_node or {}).get(node):
+            plan.append(dict(node=node, name='volfence-%s' % node, cidrs=list(cidrs_by_node[node]), create=True))
+    return plan
+
+
 def read_marker(node=None, report=None):
     """The failover's record for a node: from its annotation, else from a node_failover JSON
-    report (a dict). None when neither says anything."""
+    report (a dict; a report of several failed nodes has one marker per node). None when neither
+    says anything."""
     text = (((node or {}).get('metadata') or {}).get('annotations') or {}).get(MARKER_ANNOTATION)
     if text:
         try:
@@ -315,6 +399,16 @@ def read_marker(node=None, report=None):
         if isinstance(marker, dict):
             return marker
     if isinstance(report, dict) and report:
+        markers = report.get('markers')
+        if isinstance(markers, dict):
+            # a report of this run's format: a node it does not name has no record there
+            marker = markers.get(_name(node)) if len(markers) > 1 or node else next(iter(markers.values()), None)
+            if isinstance(marker, str):
+                try:
+                    marker = json.loads(marker)
+                except ValueError:
+                    marker = None
+            return marker if isinstance(marker, dict) else None
         marker = report.get('marker')
         if isinstance(marker, dict):
             return marker
@@ -600,6 +694,7 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     the fence; fence: fence_plan(); watchers_after: rbd_watchers `images` read after the fence (None
     in check mode: the plan's prediction is used). fenced_cidrs / networkfence_ok: the node's
     NetworkFence and whether the controller reported it Fenced.
+    failed_node may be a list of failed nodes (one release step across them).
     Every volume gets `safe`, `rbd`, `action` (released, kept attached, left alone), `how` (how it
     was made safe, or why it was left alone) and `line` (all of it in one sentence for the report);
     a pod is force-deleted only when all its claims' and inline volumes are safe; an attachment only
@@ -615,12 +710,14 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     for item in fence.get('kept') or []:
         kept_by_image.setdefault(item.get('image'), []).append(item)
     nets = [normalize_network(c) for c in fenced_cidrs or []]
+    failed = failed_set(failed_node)
     verdicts = []
     for volume in volumes or []:
         if not isinstance(volume, dict):
             continue
         safe, how = _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets,
-                                   networkfence_ok, out_of_service_taint, failed_node, fence.get('refused'))
+                                   networkfence_ok, out_of_service_taint, _display(volume.get('nodes') or failed),
+                                   fence.get('refused'))
         rbd = bool(volume.get('image'))
         if safe:
             action = 'released' if rbd else 'released under the out-of-service taint'
@@ -638,7 +735,7 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
         if not isinstance(pod, dict):
             continue
         meta = pod.get('metadata') or {}
-        if not meta.get('deletionTimestamp') or (pod.get('spec') or {}).get('nodeName') != failed_node:
+        if not meta.get('deletionTimestamp') or (pod.get('spec') or {}).get('nodeName') not in failed:
             continue
         ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
         claims = ['%s/%s' % (meta.get('namespace'), c) for c in _claims_of(pod)]
@@ -652,8 +749,8 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
         elif bad:
             kept_pods.append(dict(pod=ref, reason='claim(s) %s not made safe' % ', '.join(sorted(bad)), invariant='I6'))
         else:
-            delete.append(dict(namespace=meta.get('namespace'), name=meta.get('name'),
-                               how='all its volumes are made safe' if claims else 'it uses no persistent volume'))
+            delete.append(dict(namespace=meta.get('namespace'), name=meta.get('name'), uid=meta.get('uid'),
+                               node=(pod.get('spec') or {}).get('nodeName'), how='all its volumes are made safe' if claims else 'it uses no persistent volume'))
     remove = sorted(set(a for v in verdicts if v['safe'] for a in v.get('attachments') or []))
     kept_vas = sorted(set(a for v in verdicts if not v['safe'] for a in v.get('attachments') or []))
     # The claims whose replacement pod the playbook waits for: those of controller-owned pods of the
@@ -665,7 +762,10 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
                    action=v['action'], how=v['how'], attachments=v.get('attachments') or [],
                    claims=v.get('claims') or [])
               for v in verdicts if not v['rbd']]
-    return dict(volumes=verdicts, delete_pods=delete, kept_pods=kept_pods, remove_attachments=remove,
+    # what volfence.csi.pod_force_delete takes: the uid makes the API refuse a same-name replacement
+    refs = [dict(namespace=p['namespace'], name=p['name'], uid=p['uid']) if p.get('uid') else
+            dict(namespace=p['namespace'], name=p['name']) for p in delete]
+    return dict(volumes=verdicts, delete_pods=delete, delete_pod_refs=refs, kept_pods=kept_pods, remove_attachments=remove,
                 kept_attachments=kept_vas, wait_claims=wait_claims, not_rbd=others)
 
 
@@ -750,22 +850,35 @@ def _other_driver_safety(volume, failed_node, taint):
 # --------------------------------------------------------------------------- what the failover reads
 
 def failover_preflight(failed_node, nodes, leases=None, lease_grace=120, force=False, now=None):
-    """node_failover's preflight: the node exists and is provably down (not Ready; Lease older
-    than lease_grace unless force). Returns what the playbook needs, with `refused` (None or why)."""
+    """node_failover's preflight: every failed node exists and is provably down (not Ready; Lease
+    older than lease_grace unless force). failed_node: a name, or a list (a rack): one live or
+    unknown node refuses the whole run. Returns what the playbook needs, with `refused` (None or
+    why), `nodes` (per failed node: ready, lease_age, boot_id, addresses) and `lines` (one sentence
+    per failed node for the report)."""
     view = ClusterView(nodes, leases, now)
-    facts = view.nodes.get(failed_node)
-    refused = view.alive_reason(failed_node, lease_grace, allow_fresh_lease=bool(force))
-    if facts is None:
-        refused = 'node %s not found (nodes: %s)' % (failed_node, ', '.join(sorted(view.nodes)) or 'none')
-    elif refused:
-        refused = ('refusing to fence %s: %s. Fencing a live node cuts its storage.%s'
-                   % (failed_node, refused.replace('node %s ' % failed_node, 'it ', 1),
-                      '' if facts['ready'] == 'True' else ' Check it, then re-run with -e force=true if it is really dead.'))
-    return dict(refused=refused, exists=facts is not None,
-                ready=(facts or {}).get('ready'), lease_age=(facts or {}).get('lease_age'),
-                boot_id=(facts or {}).get('boot_id'),
-                addresses=[str(ip) for ip in (facts or {}).get('addresses') or []],
-                ready_nodes=sorted(n for n in view.nodes if view.ready(n) and n != failed_node),
+    failed = failed_set(failed_node)
+    problems, per_node = [], {}
+    for name in failed:
+        facts = view.nodes.get(name)
+        reason = view.alive_reason(name, lease_grace, allow_fresh_lease=bool(force))
+        if facts is None:
+            problems.append('node %s not found (nodes: %s)' % (name, ', '.join(sorted(view.nodes)) or 'none'))
+        elif reason:
+            problems.append('refusing to fence %s: %s. Fencing a live node cuts its storage.%s' % (
+                name, reason.replace('node %s ' % name, 'it ', 1),
+                '' if facts['ready'] == 'True' else ' Check it, then re-run with -e force=true if it is really dead.'))
+        per_node[name] = dict(exists=facts is not None, ready=(facts or {}).get('ready'),
+                              lease_age=(facts or {}).get('lease_age'), boot_id=(facts or {}).get('boot_id'),
+                              addresses=[str(ip) for ip in (facts or {}).get('addresses') or []])
+    if not failed:
+        problems.append('no failed node given')
+    lines = ['node %s: Ready=%s, Lease age %s s' % (n, f['ready'], f['lease_age']) for n, f in sorted(per_node.items())]
+    first = per_node.get(failed[0], {}) if len(failed) == 1 else {}
+    return dict(refused='; '.join(problems) or None, exists=all(f['exists'] for f in per_node.values()),
+                failed_nodes=list(failed), nodes=per_node, lines=lines,
+                ready=first.get('ready'), lease_age=first.get('lease_age'), boot_id=first.get('boot_id'),
+                addresses=sorted(set(a for f in per_node.values() for a in f['addresses'])),
+                ready_nodes=sorted(n for n in view.nodes if view.ready(n) and n not in failed),
                 ready_addresses=sorted(set(str(ip) for n in view.nodes.values() if n['ready'] == 'True'
                                            for ip in n['addresses'])),
                 shared_addresses=dict((str(ip), names) for ip, names in view.owners.items() if len(names) > 1),
@@ -778,7 +891,9 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
     not exist, claims bound to nothing. attachments: VolumeAttachment objects or
     volumeattachment_info results. Returns [{pv, pv_name, driver, kind, image, rbd, volume, source,
     attachments, claims, pods, inline}], pv None when the PV was not found (or there is none).
-    Never raises on partial objects: a volume it cannot read is listed, not dropped."""
+    Never raises on partial objects: a volume it cannot read is listed, not dropped.
+    failed_node may be a list of failed nodes: their volumes, each with the `nodes` it is on."""
+    failed = failed_set(failed_node)
     by_pv = dict((_name(pv), pv) for pv in pvs or [] if isinstance(pv, dict) and _name(pv))
     by_claim = dict(('%s/%s' % ((c.get('metadata') or {}).get('namespace'), _name(c)), c)
                     for c in pvcs or [] if isinstance(c, dict))
@@ -787,7 +902,8 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
     def entry(key, **fields):
         if key not in volumes:
             volumes[key] = dict(dict(pv=None, pv_name=None, driver=None, kind=None, image=None, rbd=False,
-                                     volume=None, source=None, attachments=[], claims=[], pods=[], inline=None),
+                                     volume=None, source=None, attachments=[], claims=[], pods=[], inline=None,
+                                     nodes=[]),
                                 **fields)
         return volumes[key]
 
@@ -808,7 +924,8 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
         if not isinstance(va, dict):
             continue
         spec = va.get('spec') or {}
-        if spec.get('nodeName', va.get('node')) != failed_node:
+        node = spec.get('nodeName', va.get('node'))
+        if node not in failed:
             continue
         name = _name(va) or va.get('name')
         source = spec.get('source') or {}
@@ -823,8 +940,10 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
                                label if source.get('inlineVolumeSpec') else 'attacher %s' % driver),
                            source=SOURCE_VA_INLINE)
         add(volume['attachments'], name)
+        add(volume['nodes'], node)
     for pod in pods or []:
-        if not isinstance(pod, dict) or (pod.get('spec') or {}).get('nodeName') != failed_node:
+        node = (pod.get('spec') or {}).get('nodeName') if isinstance(pod, dict) else None
+        if node not in failed:
             continue
         meta = pod.get('metadata') or {}
         ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
@@ -838,6 +957,7 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
                     claim_ref, 'bound to no PersistentVolume' if claim_ref in by_claim else 'which does not exist'))
             add(volume['claims'], claim_ref)
             add(volume['pods'], ref)
+            add(volume['nodes'], node)
         for spec_volume in (pod.get('spec') or {}).get('volumes') or []:
             if not isinstance(spec_volume, dict) or not any(k in spec_volume for k in INLINE_VOLUME_KINDS):
                 continue
@@ -846,6 +966,7 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
                            rbd=image is not None, volume='inline %s in pod %s' % (label, ref),
                            source=SOURCE_POD_INLINE, inline=spec_volume.get('name'))
             add(volume['pods'], ref)
+            add(volume['nodes'], node)
     return [volumes[k] for k in sorted(volumes)]
 
 

@@ -36,7 +36,8 @@ def test_every_playbook_has_a_spec_and_required_inputs_are_known():
     names = sorted(f[:-4] for f in os.listdir(PLAYBOOKS) if f.endswith('.yml') and f != 'check_inputs.yml')
     assert names == sorted(SPECS) == sorted(REQUIRED)
     for playbook, spec in SPECS.items():
-        required = sorted(n for n, o in spec['options'].items() if o.get('required'))
+        required = sorted([n for n, o in spec['options'].items() if o.get('required')]
+                          + [group[0] for group in spec.get('exactly_one_of') or []])
         assert required == sorted(REQUIRED[playbook]), playbook
 
 
@@ -92,6 +93,27 @@ def test_every_wrong_input_is_named_in_one_message():
         'wait_timeout: 0 is below the minimum 1',
     ]
     assert message('node_failover', problems).startswith('node_failover: wrong input, nothing was changed: failed_node: ')
+
+
+def test_failed_node_or_failed_nodes_exactly_one_and_the_plays_get_a_list(tmp_path):
+    spec = SPECS['node_failover']
+    context = dict(CONTEXT)
+    one, problems = check_inputs('node_failover', spec, {'failed_node': 'node-b', 'report_dir': str(tmp_path)},
+                                 context, epoch=7)
+    assert problems == [] and one['failed_nodes'] == ['node-b']
+    assert one['report_path'] == str(tmp_path / 'volfence-node-failover-node-b-7.json')
+    rack, problems = check_inputs('node_failover', spec, {'failed_nodes': ['node-b', 'node-c'],
+                                                          'report_dir': str(tmp_path)}, context, epoch=7)
+    assert problems == [] and rack['failed_nodes'] == ['node-b', 'node-c'] and 'failed_node' not in rack
+    assert rack['report_path'] == str(tmp_path / 'volfence-node-failover-node-b-node-c-7.json')
+    unused, problems = check_inputs('node_failover', spec, {}, context)
+    assert problems[0] == 'failed_node: required (the node that died), or failed_nodes (the nodes that died together)'
+    unused, problems = check_inputs('node_failover', spec, {'failed_node': 'node-b', 'failed_nodes': ['node-c']}, context)
+    assert problems == ['failed_nodes: give failed_node or failed_nodes, not both']
+    unused, problems = check_inputs('node_failover', spec, {'failed_nodes': ['node-b', 'Node_C']}, context)
+    assert problems == ['failed_nodes: "Node_C" is not a Kubernetes name (lowercase letters, digits, "-" and ".")']
+    unused, problems = check_inputs('node_failover', spec, {'failed_nodes': 'node-b'}, context)
+    assert problems == [] or all('failed_nodes' in p for p in problems)
 
 
 def test_required_inputs_and_inventory_groups():
@@ -212,7 +234,8 @@ def test_every_survey_answer_passes_the_playbook_checks(playbook):
     answers = dict(REQUIRED[playbook])
     for question in survey['spec']:
         option = SPECS[playbook]['options'][question['variable']]
-        assert question['required'] == bool(option.get('required'))
+        first_of_group = any(g[0] == question['variable'] for g in SPECS[playbook].get('exactly_one_of') or [])
+        assert question['required'] == bool(option.get('required') or first_of_group)
         if question['variable'] not in answers:
             answers[question['variable']] = question.get('default', '')
         for choice in question.get('choices') or []:

@@ -20,11 +20,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._safety import (
     MARKER_ANNOTATION,
     ClusterView,
     failover_marker,
+    failover_markers,
     failover_preflight,
     failover_volumes,
     fence_cidrs,
     fence_plan,
     lock_plan,
+    networkfence_plan,
     normalize_ip,
     normalize_network,
     read_marker,
@@ -719,3 +721,120 @@ def test_I6_a_watcher_of_another_single_node_does_not_hold_back_the_release():
                       watchers_after=[image('rbd/img-1', '10.0.0.11:0/2')])
     assert safe_map(plan) == {'pv-1': True}
     assert [p['name'] for p in plan['delete_pods']] == ['p1']
+
+
+# --------------------------------------------------------------------------- a rack lost at once (issue 13, failed_nodes)
+# One failover across several failed nodes keeps every invariant it keeps for one.
+
+RACK = ['node-b', 'node-c']
+
+
+def cluster(c_ready='False'):
+    return ([node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-b'),
+             node('node-c', ['10.0.0.13'], ready=c_ready, boot_id='boot-c'), node('node-d', ['10.0.0.14'])],
+            [lease('node-a', 1), lease('node-b', 600), lease('node-c', 600), lease('node-d', 1)])
+
+
+def test_one_plan_fences_every_failed_nodes_clients_and_records_each_for_its_own_node():
+    nodes, leases = cluster()
+    images = [image('rbd/b1', '10.0.0.12:0/1'), image('rbd/c1', '10.0.0.13:0/2'),
+              image('rbd/shared', '10.0.0.12:0/3', '10.0.0.14:0/4'),
+              image('rbd/pod-net', '10.244.3.7:0/5', recorded=[('node-c', '10.244.3.7')])]
+    plan = fence_plan(images, RACK, nodes, leases, lease_grace=120, now=NOW)
+    assert plan['refused'] is None
+    assert sorted(plan['fence']) == ['10.0.0.12:0/1', '10.0.0.12:0/3', '10.0.0.13:0/2', '10.244.3.7:0/5']
+    assert plan['by_node'] == {'node-b': ['10.0.0.12:0/1', '10.0.0.12:0/3'],
+                               'node-c': ['10.0.0.13:0/2', '10.244.3.7:0/5']}
+    assert [(k['address'], k.get('other_node')) for k in plan['kept']] == [('10.0.0.14:0/4', 'node-d')]
+    assert 'Ready node node-d' in plan['kept'][0]['reason']
+    # the same plan whatever the order the nodes are named in
+    assert fence_plan(images, list(reversed(RACK)), nodes, leases, now=NOW) == plan
+
+
+def test_one_live_node_in_the_list_refuses_the_whole_run():
+    nodes, leases = cluster(c_ready='True')
+    plan = fence_plan([image('rbd/b1', '10.0.0.12:0/1')], RACK, nodes, leases, now=NOW)
+    assert plan['fence'] == [] and 'node node-c is Ready' in plan['refused']
+    pre = failover_preflight(RACK, nodes, leases, now=NOW)
+    assert pre['refused'] == 'refusing to fence node-c: it is Ready. Fencing a live node cuts its storage.'
+    assert fence_cidrs(RACK, nodes, leases, now=NOW)['cidrs'] == []
+    missing = failover_preflight(['node-b', 'node-z'], nodes, leases, now=NOW)
+    assert missing['refused'].startswith('node node-z not found (nodes: node-a, node-b, node-c, node-d)')
+
+
+def test_preflight_describes_each_failed_node():
+    nodes, leases = cluster()
+    pre = failover_preflight(RACK, nodes, leases, now=NOW)
+    assert pre['refused'] is None and pre['failed_nodes'] == RACK
+    assert pre['lines'] == ['node node-b: Ready=False, Lease age 600 s', 'node node-c: Ready=False, Lease age 600 s']
+    assert pre['ready_nodes'] == ['node-a', 'node-d'] and pre['addresses'] == ['10.0.0.12', '10.0.0.13']
+    assert pre['ready'] is None  # only meaningful for one node
+    assert failover_preflight('node-b', nodes, leases, now=NOW)['ready'] == 'False'
+
+
+def test_an_unknown_watcher_cannot_be_tied_to_one_of_several_failed_nodes():
+    """fence_unknown_watchers fences an address no node lists for one failed node; with several, node_recover
+    could not know which node's return lifts it (I3), so it is kept."""
+    nodes, leases = cluster()
+    images = [image('rbd/x', '10.244.9.9:0/1')]
+    assert fence_plan(images, ['node-b'], nodes, leases, fence_unknown=True, now=NOW)['by_node'] == {
+        'node-b': ['10.244.9.9:0/1']}
+    plan = fence_plan(images, RACK, nodes, leases, fence_unknown=True, now=NOW)
+    assert plan['fence'] == [] and 'cannot be tied to one' in plan['kept'][0]['reason']
+    both = [image('rbd/y', '10.244.9.8:0/1', recorded=[('node-b', '10.244.9.8'), ('node-c', '10.244.9.8')])]
+    assert fence_plan(both, RACK, nodes, leases, now=NOW)['fence'] == []
+
+
+def test_volumes_and_release_cover_every_failed_node_and_no_other():
+    def pod(name, claim, on):
+        return dict(metadata=dict(name=name, namespace='ns', uid='uid-' + name, deletionTimestamp='2026-03-04T11:59:00Z',
+                                  ownerReferences=[dict(kind='ReplicaSet', name='rs')]),
+                    spec=dict(nodeName=on, volumes=[dict(name='v', persistentVolumeClaim=dict(claimName=claim))]))
+    pods = [pod('pb', 'cb', 'node-b'), pod('pc', 'cc', 'node-c'), pod('pd', 'cd', 'node-d')]
+    pvcs = [dict(metadata=dict(name=c, namespace='ns'), spec=dict(volumeName='pv-' + c)) for c in ('cb', 'cc', 'cd')]
+    pvs = [dict(metadata=dict(name='pv-' + c), spec=dict(csi=dict(
+        driver='rbd.csi.ceph.com', volumeHandle='h-' + c, volumeAttributes=dict(pool='rbd', imageName=c))))
+        for c in ('cb', 'cc', 'cd')]
+    vas = [dict(metadata=dict(name='va-' + c), spec=dict(nodeName=n, source=dict(persistentVolumeName='pv-' + c)))
+           for c, n in (('cb', 'node-b'), ('cc', 'node-c'), ('cd', 'node-d'))]
+    volumes = failover_volumes(RACK, pods, pvcs, pvs, vas)
+    assert [(v['pv'], v['nodes']) for v in volumes] == [('pv-cb', ['node-b']), ('pv-cc', ['node-c'])]
+    nodes, leases = cluster()
+    images = [image('rbd/cb', '10.0.0.12:0/1'), image('rbd/cc', '10.0.0.13:0/2')]
+    plan = fence_plan(images, RACK, nodes, leases, now=NOW)
+    release = release_plan(RACK, volumes, pods, images=images, fence=plan, watchers_after=[])
+    assert [(p['name'], p['node'], p['uid']) for p in release['delete_pods']] == [
+        ('pb', 'node-b', 'uid-pb'), ('pc', 'node-c', 'uid-pc')]
+    assert release['remove_attachments'] == ['va-cb', 'va-cc'] and release['wait_claims'] == ['ns/cb', 'ns/cc']
+    # a volume whose watcher was not fenced names its own node, not the whole list
+    unfenced = release_plan(RACK, volumes, pods, images=images, fence=dict(plan, fence=['10.0.0.12:0/1']),
+                            watchers_after=[])
+    assert [p['name'] for p in unfenced['delete_pods']] == ['pb']
+    assert unfenced['volumes'][1]['how'] == 'watcher(s) 10.0.0.13:0/2 of rbd/cc were not fenced'
+
+
+def test_each_node_gets_its_own_networkfence_and_marker_and_recovers_alone():
+    nodes, leases = cluster()
+    cidrs = fence_cidrs(RACK, nodes, leases, now=NOW)
+    assert cidrs['by_node'] == {'node-b': ['10.0.0.12/32'], 'node-c': ['10.0.0.13/32']}
+    fences = networkfence_plan(RACK, {'node-c': [dict(name='pre-c', cidrs=['10.0.0.13/32'])]}, cidrs['by_node'])
+    assert fences == [dict(node='node-b', name='volfence-node-b', cidrs=['10.0.0.12/32'], create=True),
+                      dict(node='node-c', name='pre-c', cidrs=['10.0.0.13/32'], create=False)]
+    plan = fence_plan([image('rbd/b1', '10.0.0.12:0/1'), image('rbd/c1', '10.0.0.13:0/2')], RACK, nodes, leases,
+                      now=NOW)
+    markers = failover_markers(nodes, RACK, plan['by_node'], fences, 'T')
+    assert json.loads(markers['node-b']) == dict(boot_id='boot-b', fenced_at='T', blocklist=['10.0.0.12:0/1'],
+                                                 networkfences=['volfence-node-b'])
+    assert json.loads(markers['node-c'])['blocklist'] == ['10.0.0.13:0/2']
+    # node_recover of node-b, from the run's report: only node-b's record, never node-c's
+    report = dict(failed_nodes=RACK, fence_plan=plan, markers=markers)
+    back = node('node-b', ['10.0.0.12'], boot_id='boot-b2')
+    assert read_marker(back, report)['blocklist'] == ['10.0.0.12:0/1']
+    assert read_marker(node('node-x', ['10.0.0.99']), report) is None
+    entries = [dict(kind='address', entry=a, address=a, ip=a.split(':', maxsplit=1)[0], cidr=None)
+               for a in ('10.0.0.12:0/1', '10.0.0.13:0/2')]
+    live = [n for n in nodes if n['metadata']['name'] != 'node-b'] + [back]
+    lifted = recovery_plan('node-b', live, entries, [], read_marker(back, report), [lease('node-b', 1)], now=NOW)
+    assert lifted['refused'] is None
+    assert lifted['remove_addresses'] == ['10.0.0.12:0/1']
+    assert [k['entry'] for k in lifted['kept'] if 'entry' in k] in ([], ['10.0.0.13:0/2'])
