@@ -48,6 +48,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     VERSION,
     NodeIndex,
     addons_node_report,
+    build_requests,
     class_report,
     DEFAULT_MONITOR_CONFIGMAPS,
     coverage_refusals,
@@ -59,6 +60,12 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     plan_fence,
     same_cidrs,
     unchecked_monitors,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._node_fences import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    SET_LABEL,
+    plan as node_fences_plan,
 )
 
 KIND = 'NetworkFence'
@@ -83,6 +90,7 @@ class NetworkFences(object):
         self.classes = {}
         self.classes_served = None
         self.index = None
+        self.listed_fences = None   # every fence, when one LIST read them all in this call
 
     # -- reading
     def ensure_installed(self):
@@ -94,7 +102,12 @@ class NetworkFences(object):
                 status=404, obj=dict(kind='CustomResourceDefinition', name='networkfences.' + GROUP))
 
     def read_fences(self, names=None):
-        """{name: fence}: GETs for a few names, else one LIST."""
+        """{name: fence}: GETs for a few names, else one LIST (the LIST of node_fences_requests, when this call
+        made one: the plan reads what the node_fences plan was made from)."""
+        if self.listed_fences is not None:
+            fences = dict((f['metadata']['name'], f) for f in self.listed_fences)
+            self.listed_fences = None   # once: polls after writes read afresh
+            return fences if names is None else dict((n, fences[n]) for n in names if n in fences)
         if names is not None and len(names) <= _GET_EACH_LIMIT:
             out = {}
             for name in names:
@@ -116,6 +129,52 @@ class NetworkFences(object):
         if self.index is None:
             self.index = NodeIndex(self.api.list(resource_path('', 'v1', 'nodes'), what=('Node', None)))
         return self.index
+
+    def node_fences_requests(self, params, check_mode=False):
+        """The requests of a node_fences call (one Unfenced fence per node, see _node_fences.plan) and what
+        the plan says besides (nodes, fenced, kept_fenced, pruned, nodes_without_addresses, warnings,
+        installed). One LIST of the fences and one of the nodes (plus one with the node selector), which the
+        plan and the checks of plan() then use. Raises K8sNotInstalled without the CSI-Addons CRDs (in check
+        mode: installed=false and no requests, as a site playbook whose csi_addons run only pretended to
+        install them), K8sRefused when a fence of another owner has the name of one of this set."""
+        opts = params['node_fences']
+        if not self.api.served(GROUP, VERSION, FENCES):
+            if check_mode:
+                return [], dict(installed=False, nodes=0, fenced=[], kept_fenced=[], pruned=[],
+                                nodes_without_addresses=[], warnings=[])
+            raise K8sNotInstalled(
+                'The cluster does not serve %s/%s NetworkFence objects: the CSI-Addons CRDs are not installed. '
+                'Install CSI-Addons first (role volfence.csi.csi_addons); nothing was changed.' % (GROUP, VERSION),
+                status=404, obj=dict(kind='CustomResourceDefinition', name='networkfences.' + GROUP))
+        fences = self.api.list(fence_path(), what=(KIND, None))
+        present = opts['state'] == 'present'
+        all_nodes = self.api.list(resource_path('', 'v1', 'nodes'), what=('Node', None)) if present else []
+        self.index = NodeIndex(all_nodes) if present else None
+        nodes = all_nodes
+        if present and opts['node_selector']:
+            nodes = self.api.list(resource_path('', 'v1', 'nodes'), what=('Node', None),
+                                  label_selector=opts['node_selector'])
+        planned = node_fences_plan(
+            nodes, fences, all_nodes=all_nodes if present else None, state=opts['state'],
+            node_selector=opts['node_selector'], address_types=opts['address_types'],
+            extra_cidrs=opts['extra_cidrs'], name_prefix=opts['name_prefix'], fence_set=opts['set'],
+            labels=opts['labels'], prune=opts['prune'], prune_fenced=opts['prune_fenced'])
+        if planned['conflicts']:
+            raise K8sRefused(
+                'NetworkFence(s) %s already exist without the labels of this set (%s=%s, %s=%s): not taking them '
+                'over. Use another name prefix, or label or delete them; nothing was changed.' % (
+                    ', '.join(planned['conflicts']), MANAGED_BY_LABEL, MANAGED_BY, SET_LABEL, opts['set']),
+                obj=dict(kind=KIND, name=planned['conflicts'][0]))
+        self.listed_fences = fences
+        requests = []
+        if planned['entries']:
+            # The shape of the fences comes from the call; state, fence state and labels from the plan only.
+            shape = dict((key, params.get(key)) for key in ('network_fence_class', 'driver', 'secret', 'parameters'))
+            requests = build_requests(dict(shape, state='present', fences=planned['entries']))
+        report = dict((key, planned[key]) for key in ('nodes', 'fenced', 'kept_fenced', 'pruned',
+                                                      'nodes_without_addresses', 'warnings'))
+        report['installed'] = True
+        return requests, report
 
     def addons_nodes(self):
         """(served, [reports]) of the CSIAddonsNode objects in every namespace."""

@@ -23,6 +23,7 @@ import hashlib
 import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses
+from ansible_collections.volfence.csi.plugins.module_utils._networkfence import normalize_cidrs
 
 MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
 MANAGED_BY = 'volfence.csi.node_fences'
@@ -33,6 +34,33 @@ MAX_LABEL_VALUE = 63
 MAX_NAME = 253
 _CUT_NAME = 242
 _TRAILING_SEPARATORS = re.compile(r'[-.]+$')
+_NAME_PREFIX = re.compile(r'^[a-z0-9]([-a-z0-9.]*[-a-z0-9])?$')
+_LABEL_VALUE = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
+
+
+def check_options(opts, prefix='node_fences.'):
+    """Raises ValueError naming the first option of a plan that cannot be made (the role's variables, or
+    volfence.csi.networkfence's node_fences): set, name_prefix, address_types, extra_cidrs."""
+    if not _LABEL_VALUE.match(opts.get('set') or ''):
+        raise ValueError('%sset must be a label value: at most 63 letters, digits, "-", "_", "." (got %r)'
+                         % (prefix, opts.get('set')))
+    name_prefix = opts.get('name_prefix') or ''
+    if len(name_prefix) > 200 or (name_prefix and not _NAME_PREFIX.match(name_prefix)):
+        raise ValueError('%sname_prefix must be empty or at most 200 lowercase letters, digits, "-" and ".", '
+                         'starting with a letter or digit (got %r)' % (prefix, name_prefix))
+    if not opts.get('address_types'):
+        raise ValueError('%saddress_types must not be empty' % prefix)
+    extra = opts.get('extra_cidrs') or {}
+    if not isinstance(extra, dict):
+        raise ValueError('%sextra_cidrs must map node names to lists of CIDRs' % prefix)
+    for node, cidrs in sorted(extra.items()):
+        if not isinstance(cidrs, list) or not all(isinstance(c, str) for c in cidrs):
+            raise ValueError('%sextra_cidrs must map node names to lists of CIDRs (got %r for %s)'
+                             % (prefix, cidrs, node))
+        try:
+            normalize_cidrs(cidrs)
+        except ValueError as exc:
+            raise ValueError('%sextra_cidrs of %s: %s' % (prefix, node, exc))
 
 
 def _sha256(text):

@@ -112,6 +112,63 @@ options:
       labels:
         description: See O(labels).
         type: dict
+  node_fences:
+    description:
+      - One C(Unfenced) fence per node, as the role C(volfence.csi.node_fences) keeps them (so that fencing a node
+        is one patch away). The module reads every fence and every node once, plans with the role's rules
+        (filter C(volfence.csi.node_fences_plan) documents them), and carries out the plan with every check of
+        this module (Ready nodes, shared addresses, Ceph monitors, the class, immutable fields), writing only
+        the fences that differ.
+      - The fences' shape comes from O(network_fence_class), or O(driver), O(secret) and O(parameters).
+      - Mutually exclusive with O(name), O(fences), O(cidrs), O(fence_state), O(labels) and O(force), and
+        O(state) must stay V(present) (the state of the set is O(node_fences.state)).
+      - Fails, changing nothing, when a fence of another owner (without the set's labels) has the name of one
+        of the set.
+      - Without the CSI-Addons CRDs the module fails; in check mode it returns RV(node_fences.installed=false)
+        instead.
+    type: dict
+    suboptions:
+      state:
+        description:
+          - V(present) creates and updates the fences of the selected nodes and prunes those of deleted nodes.
+          - V(absent) deletes every fence of the set (C(Fenced) ones only with O(node_fences.prune_fenced),
+            unfenced first).
+        type: str
+        choices: [present, absent]
+        default: present
+      node_selector:
+        description: The nodes that get a fence, a label selector; empty for every node.
+        type: str
+        default: ''
+      address_types:
+        description: The node address types (C(status.addresses[].type)) that go into a node's fence.
+        type: list
+        elements: str
+        default: [InternalIP]
+      extra_cidrs:
+        description: More CIDRs per node name, added to its addresses.
+        type: dict
+        default: {}
+      name_prefix:
+        description: Fence names are this prefix and the node name.
+        type: str
+        default: volfence-
+      set:
+        description: The set the fences belong to (label C(node-fences.volfence.io/set)).
+        type: str
+        default: default
+      labels:
+        description: More labels for every fence.
+        type: dict
+        default: {}
+      prune:
+        description: Delete the set's fences of nodes that no longer exist.
+        type: bool
+        default: true
+      prune_fenced:
+        description: Also delete C(Fenced) fences when pruning or removing (unfenced first).
+        type: bool
+        default: false
   state:
     description:
       - V(present) creates or updates the fence.
@@ -232,6 +289,13 @@ seealso:
 '''
 
 EXAMPLES = r'''
+- name: One Unfenced fence per worker node, in one call (what the role volfence.csi.node_fences does)
+  volfence.csi.networkfence:
+    network_fence_class: rbd-fence
+    node_fences:
+      node_selector: node-role.kubernetes.io/worker
+  register: node_fences
+
 - name: Fence a failed node (its InternalIP) through a NetworkFenceClass
   volfence.csi.networkfence:
     name: fence-worker-3
@@ -409,12 +473,44 @@ monitors:
     checked: [{configmap: ceph-csi/ceph-csi-config, key: config.json, cluster_id: lab, monitor: "10.0.3.1:6789",
                addresses: [10.0.3.1], hosts: []}]
     unchecked: []
+node_fences:
+  description: What the O(node_fences) plan says besides the fences.
+  returned: with O(node_fences)
+  type: dict
+  contains:
+    installed:
+      description: Whether the cluster serves NetworkFence objects (false only in check mode, else the module fails).
+      type: bool
+    nodes:
+      description: How many nodes were selected.
+      type: int
+    fenced:
+      description: The fences of selected nodes that are C(Fenced), left alone.
+      type: list
+      elements: str
+    kept_fenced:
+      description: C(Fenced) fences of deleted nodes, kept (O(node_fences.prune_fenced=false)).
+      type: list
+      elements: str
+    pruned:
+      description: The fences of the set to delete (nodes gone, or O(node_fences.state=absent)).
+      type: list
+      elements: str
+    nodes_without_addresses:
+      description: Selected nodes without an address of O(node_fences.address_types), which get no fence.
+      type: list
+      elements: str
+    warnings:
+      description: What else the plan noticed (a fence already being deleted).
+      type: list
+      elements: str
+  sample: {installed: true, nodes: 1000, fenced: [], kept_fenced: [], pruned: [], nodes_without_addresses: [],
+           warnings: []}
 diff:
   description: The changed fences' specs before and after (by name).
   returned: when diff mode is on
   type: dict
 '''
-
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
@@ -440,6 +536,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     build_requests,
     summary,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._node_fences import check_options as check_node_fences_options
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
 
 # A reference to a Secret (its name and namespace), not secret data.
@@ -458,8 +555,20 @@ def argument_spec():
         parameters=dict(type='dict'),
         labels=dict(type='dict'),
     )
+    node_fences = dict(
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        node_selector=dict(type='str', default=''),
+        address_types=dict(type='list', elements='str', default=['InternalIP']),
+        extra_cidrs=dict(type='dict', default={}),
+        name_prefix=dict(type='str', default='volfence-'),
+        set=dict(type='str', default='default'),
+        labels=dict(type='dict', default={}),
+        prune=dict(type='bool', default=True),
+        prune_fenced=dict(type='bool', default=False),
+    )
     return k8s_argument_spec(
         name=dict(type='str'),
+        node_fences=dict(type='dict', options=node_fences),
         fences=dict(type='list', elements='dict', options=entry),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         fence_state=dict(type='str', choices=['Fenced', 'Unfenced']),
@@ -477,6 +586,16 @@ def argument_spec():
         wait_sleep=dict(type='int', default=2),
         parallel=dict(type='int', default=16),
     )
+
+
+def check_node_fences(params):
+    """Refuses node_fences input that cannot be planned (ValueError naming it); nothing is read before."""
+    if params['state'] != 'present':
+        raise ValueError('with node_fences, the state of the set is node_fences.state (state must stay present)')
+    if (params['network_fence_class'] is None and params['driver'] is None
+            and params['node_fences']['state'] == 'present'):
+        raise ValueError('node_fences needs network_fence_class (or the deprecated driver with secret)')
+    check_node_fences_options(params['node_fences'])
 
 
 def fence_result(plan, fences, check_mode):
@@ -503,12 +622,15 @@ def fence_result(plan, fences, check_mode):
 def main():
     module = VolfenceModule(
         argument_spec=argument_spec(),
-        mutually_exclusive=[('name', 'fences'), ('cidrs', 'fences'), ('network_fence_class', 'driver')],
-        required_one_of=[('name', 'fences')],
+        mutually_exclusive=[('name', 'fences'), ('cidrs', 'fences'), ('network_fence_class', 'driver'),
+                            ('node_fences', 'name'), ('node_fences', 'fences'), ('node_fences', 'cidrs'),
+                            ('node_fences', 'fence_state'), ('node_fences', 'labels'), ('node_fences', 'force')],
+        required_one_of=[('name', 'fences', 'node_fences')],
         supports_check_mode=True,
     )
     check_requirements(module)
     p = module.params
+    requests = []
     try:
         check_range(p['wait_timeout'], 'wait_timeout', 0, MAX_WAIT_SECONDS, 'seconds')
         check_range(p['wait_sleep'], 'wait_sleep', 1, MAX_SLEEP_SECONDS, 'seconds')
@@ -516,15 +638,21 @@ def main():
         for source in p['monitor_configmaps']:
             for part in source.split('/', 1):
                 check_object_name(part, 'monitor_configmaps entry %r' % source)
-        requests = build_requests(p)
+        if p['node_fences'] is not None:
+            check_node_fences(p)
+        else:
+            requests = build_requests(p)
     except ValueError as exc:
         module.fail_json(msg='%s. Nothing was changed.' % exc)
 
     fences = None
+    planned = None
     try:
         api = connect(module)
         fences = NetworkFences(api, workers=p['parallel'], monitor_configmaps=p['monitor_configmaps'])
-        plans = fences.plan(requests, force=p['force'])
+        if p['node_fences'] is not None:
+            requests, planned = fences.node_fences_requests(p, check_mode=module.check_mode)
+        plans = fences.plan(requests, force=p['force']) if requests else []
         failures = []
         if not module.check_mode:
             failures = fences.run(plans, wait=p['wait'], wait_timeout=p['wait_timeout'], wait_sleep=p['wait_sleep'])
@@ -550,6 +678,8 @@ def main():
     output = dict(changed=any(r['changed'] for r in results), fences=results, summary=counts,
                   done=[r['name'] for r in results if r['changed']],
                   failures=[dict(name=name, error=exc.msg) for name, exc in failures], monitors=fences.monitors)
+    if planned is not None:
+        output['node_fences'] = planned
     if module._diff:
         before = {}
         after = {}

@@ -299,3 +299,86 @@ def test_deprecated_shape_warns():
     fences.plan(build_requests(params(name='nf', cidrs=['10.0.3.12'], fence_state='Unfenced', driver=DRIVER,
                                       secret=SECRET)))
     assert any('deprecated upstream' in w for w in fences.warnings)
+
+
+# -- node_fences: one Unfenced fence per node, read once, planned, checked as any call
+
+NODE_FENCES = dict(state='present', node_selector='', address_types=['InternalIP'], extra_cidrs={},
+                   name_prefix='volfence-', set='default', labels={}, prune=True, prune_fenced=False)
+
+
+def node_fences_params(**options):
+    return params(network_fence_class='rbd', node_fences=dict(NODE_FENCES, **options))
+
+
+def test_node_fences_reads_each_list_once_and_a_second_run_writes_nothing():
+    fake, fences = cluster(Controller())
+    requests, report = fences.node_fences_requests(node_fences_params())
+    assert [r['name'] for r in requests] == ['volfence-node-a', 'volfence-node-b', 'volfence-node-c']
+    assert report == dict(installed=True, nodes=3, fenced=[], kept_fenced=[], pruned=[], nodes_without_addresses=[],
+                          warnings=[])
+    plans = fences.plan(requests)
+    assert [p.action for p in plans] == [CREATE] * 3 and fences.run(plans, wait=True, wait_sleep=1) == []
+    before = len(fake.log)
+    again = NetworkFences(api_for(fake), sleep=lambda s: None)
+    plans = again.plan(again.node_fences_requests(node_fences_params())[0])
+    assert again.run(plans) == [] and [p.action for p in plans] == [NONE] * 3
+    lists = [e[1] for e in fake.log[before:] if e[0] == 'GET' and 'limit' in e[2]]
+    # one LIST each: the plan and every check of plan() use what node_fences_requests read
+    assert sorted(lists) == sorted(['/apis/csiaddons.openshift.io/v1alpha1/networkfences', '/api/v1/nodes',
+                                    '/apis/csiaddons.openshift.io/v1alpha1/networkfenceclasses'])
+    assert all(e[0] == 'GET' for e in fake.log[before:])
+
+
+def test_node_fences_keeps_the_class_check_for_unchanged_fences():
+    """Nothing would be written, yet a class that is gone still refuses the call (the check is not skipped)."""
+    fake, fences = cluster(Controller())
+    fences.run(fences.plan(fences.node_fences_requests(node_fences_params())[0]), wait_sleep=1)
+    del fake.store['networkfenceclasses'][(None, 'rbd')]
+    writes = len(fake.writes())
+    again = NetworkFences(api_for(fake), sleep=lambda s: None)
+    with pytest.raises(K8sRefused) as info:
+        again.plan(again.node_fences_requests(node_fences_params())[0])
+    assert 'NetworkFenceClass rbd (for NetworkFence volfence-node-a) does not exist' in info.value.msg
+    assert len(fake.writes()) == writes
+
+
+def test_node_fences_refuses_a_fence_of_another_owner_and_writes_nothing():
+    fake, fences = cluster()
+    fake.add('networkfences', dict(metadata=dict(name='volfence-node-b', labels={'team': 'storage'}), spec=dict(
+        fenceState='Unfenced', cidrs=['10.0.3.12/32'], networkFenceClassName='rbd')))
+    with pytest.raises(K8sRefused) as info:
+        fences.node_fences_requests(node_fences_params())
+    assert info.value.msg.startswith('NetworkFence(s) volfence-node-b already exist without the labels of this set '
+                                     '(app.kubernetes.io/managed-by=volfence.csi.node_fences, '
+                                     'node-fences.volfence.io/set=default)')
+    assert 'nothing was changed' in info.value.msg and fake.writes() == []
+
+
+def test_node_fences_without_the_crds_fails_clearly_and_check_mode_says_so():
+    served = dict(SERVED)
+    del served['csiaddons.openshift.io/v1alpha1']
+    fake, fences = cluster(served=served)
+    with pytest.raises(K8sNotInstalled) as info:
+        fences.node_fences_requests(node_fences_params())
+    assert 'the CSI-Addons CRDs are not installed' in info.value.msg and 'volfence.csi.csi_addons' in info.value.msg
+    requests, report = fences.node_fences_requests(node_fences_params(), check_mode=True)
+    assert requests == [] and report['installed'] is False and fake.writes() == []
+
+
+def test_node_fences_prunes_the_fence_of_a_deleted_node_and_never_changes_a_fence_state():
+    fake, fences = cluster(Controller())
+    fake.add('networkfences', dict(metadata=dict(name='volfence-gone', labels={
+        'app.kubernetes.io/managed-by': 'volfence.csi.node_fences', 'node-fences.volfence.io/set': 'default',
+        'node-fences.volfence.io/node': 'gone'}), spec=dict(fenceState='Unfenced', cidrs=['10.0.9.1/32'],
+                                                               networkFenceClassName='rbd')))
+    fake.add('networkfences', dict(metadata=dict(name='volfence-node-b', labels={
+        'app.kubernetes.io/managed-by': 'volfence.csi.node_fences', 'node-fences.volfence.io/set': 'default',
+        'node-fences.volfence.io/node': 'node-b'}), spec=dict(fenceState='Fenced', cidrs=['10.0.3.12/32'],
+                                                                 networkFenceClassName='rbd')))
+    requests, report = fences.node_fences_requests(node_fences_params())
+    assert report['pruned'] == ['volfence-gone'] and report['fenced'] == ['volfence-node-b']
+    assert all(r.get('fence_state') in (None, 'Unfenced') for r in requests)
+    plans = fences.plan(requests)
+    assert dict((p.name, p.action) for p in plans) == {'volfence-node-a': CREATE, 'volfence-node-c': CREATE,
+                                                        'volfence-gone': 'delete'}

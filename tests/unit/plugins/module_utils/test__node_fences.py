@@ -8,6 +8,8 @@ __metaclass__ = type
 
 import hashlib
 
+import pytest
+
 from ansible_collections.volfence.csi.plugins.module_utils import _node_fences as nf
 
 OURS = {nf.MANAGED_BY_LABEL: nf.MANAGED_BY, nf.SET_LABEL: 'default'}
@@ -59,3 +61,29 @@ def test_a_selected_nodes_own_fence_is_never_pruned_whatever_its_node_label():
     plan = nf.plan(nodes, fences, prune_fenced=True)
     assert plan['pruned'] == [] and plan['kept_fenced'] == [] and plan['fenced'] == ['volfence-b']
     assert plan['entries'] == [dict(name='volfence-a', cidrs=['10.0.0.1/32'], labels=dict(OURS, **{nf.NODE_LABEL: 'a'}))]
+
+
+GOOD_OPTIONS = dict(set='default', name_prefix='volfence-', address_types=['InternalIP'],
+                    extra_cidrs={'a': ['10.0.0.0/24']})
+
+
+@pytest.mark.parametrize('change, message', [
+    (dict(set='a/b'), "node_fences.set must be a label value: at most 63 letters, digits, \"-\", \"_\", \".\" (got 'a/b')"),
+    (dict(set=''), 'node_fences.set must be a label value'),
+    (dict(name_prefix='Fence_'), "node_fences.name_prefix must be empty or at most 200 lowercase letters"),
+    (dict(name_prefix='a' * 201), 'node_fences.name_prefix must be empty or at most 200'),
+    (dict(address_types=[]), 'node_fences.address_types must not be empty'),
+    (dict(extra_cidrs={'a': '10.0.0.0/8'}), "node_fences.extra_cidrs must map node names to lists of CIDRs "
+                                            "(got '10.0.0.0/8' for a)"),
+    (dict(extra_cidrs={'a': ['10.0.0.5/8']}), "node_fences.extra_cidrs of a: CIDR '10.0.0.5/8' is ambiguous"),
+    (dict(extra_cidrs={'a': ['not-a-cidr']}), "node_fences.extra_cidrs of a: CIDR 'not-a-cidr' is not an IP address"),
+])
+def test_check_options_names_what_is_wrong(change, message):
+    with pytest.raises(ValueError) as info:
+        nf.check_options(dict(GOOD_OPTIONS, **change))
+    assert message in str(info.value)
+
+
+def test_check_options_accepts_the_role_defaults_and_an_empty_prefix():
+    nf.check_options(GOOD_OPTIONS)
+    nf.check_options(dict(GOOD_OPTIONS, name_prefix='', extra_cidrs={}))

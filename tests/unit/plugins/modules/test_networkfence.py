@@ -186,3 +186,46 @@ def test_info(monkeypatch, capsys):
     out, _calls = run(networkfence_info, dict(name='nope'), monkeypatch, capsys, fake)
     assert out['failed'] and out['msg'] == 'NetworkFence nope not found'
     assert len(fake.writes()) == writes
+
+
+NODE_FENCES = dict(network_fence_class='rbd', node_fences=dict(set='default'))
+
+
+def test_node_fences_creates_one_unfenced_fence_per_node_then_writes_nothing(monkeypatch, capsys):
+    fake, _fences = cluster(Controller())
+    out, _calls = run(networkfence, NODE_FENCES, monkeypatch, capsys, fake)
+    assert not out.get('failed'), out.get('msg')
+    assert out['summary'] == dict(created=3, updated=0, deleted=0, unchanged=0, failed=0)
+    assert out['node_fences'] == dict(installed=True, nodes=3, fenced=[], kept_fenced=[], pruned=[],
+                                      nodes_without_addresses=[], warnings=[])
+    assert sorted(out['done']) == ['volfence-node-a', 'volfence-node-b', 'volfence-node-c']
+    assert all(f['fence_state'] == 'Unfenced' for f in out['fences'])
+    writes = len(fake.writes())
+    out, _calls = run(networkfence, NODE_FENCES, monkeypatch, capsys, fake)
+    assert not out['changed'] and out['summary']['unchanged'] == 3 and len(fake.writes()) == writes
+
+
+def test_node_fences_check_mode_without_the_crds_says_so_and_a_real_run_fails(monkeypatch, capsys):
+    from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import SERVED
+    served = dict(SERVED)
+    del served['csiaddons.openshift.io/v1alpha1']
+    fake, _fences = cluster(served=served)
+    out, _calls = run(networkfence, NODE_FENCES, monkeypatch, capsys, fake, check=True)
+    assert not out.get('failed') and out['node_fences']['installed'] is False and out['fences'] == []
+    out, _calls = run(networkfence, NODE_FENCES, monkeypatch, capsys, fake)
+    assert out['failed'] and 'the CSI-Addons CRDs are not installed' in out['msg'] and fake.writes() == []
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(NODE_FENCES, state='absent'), 'with node_fences, the state of the set is node_fences.state'),
+    (dict(NODE_FENCES, fence_state='Fenced'), 'parameters are mutually exclusive: node_fences|fence_state'),
+    (dict(NODE_FENCES, force=True), 'parameters are mutually exclusive: node_fences|force'),
+    (dict(NODE_FENCES, name='nf'), 'parameters are mutually exclusive: node_fences|name'),
+    (dict(node_fences=dict(set='default')), 'node_fences needs network_fence_class'),
+    (dict(NODE_FENCES, node_fences=dict(set='a/b')), 'node_fences.set must be a label value'),
+    (dict(NODE_FENCES, node_fences=dict(extra_cidrs={'a': ['10.0.0.5/8']})), 'is ambiguous (host bits set)'),
+])
+def test_node_fences_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
+    fake, _fences = cluster()
+    out, calls = run(networkfence, args, monkeypatch, capsys, fake)
+    assert out['failed'] and message in out['msg'] and calls == [] and fake.log == [], out['msg']
