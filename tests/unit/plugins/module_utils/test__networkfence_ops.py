@@ -368,17 +368,16 @@ def test_node_fences_without_the_crds_fails_clearly_and_check_mode_says_so():
 
 def test_node_fences_prunes_the_fence_of_a_deleted_node_and_never_changes_a_fence_state():
     fake, fences = cluster(Controller())
-    fake.add('networkfences', dict(metadata=dict(name='volfence-gone', labels={
-        'app.kubernetes.io/managed-by': 'volfence.csi.node_fences', 'node-fences.volfence.io/set': 'default',
-        'node-fences.volfence.io/node': 'gone'}), spec=dict(fenceState='Unfenced', cidrs=['10.0.9.1/32'],
-                                                               networkFenceClassName='rbd')))
-    fake.add('networkfences', dict(metadata=dict(name='volfence-node-b', labels={
-        'app.kubernetes.io/managed-by': 'volfence.csi.node_fences', 'node-fences.volfence.io/set': 'default',
-        'node-fences.volfence.io/node': 'node-b'}), spec=dict(fenceState='Fenced', cidrs=['10.0.3.12/32'],
-                                                                 networkFenceClassName='rbd')))
+    ours = {'app.kubernetes.io/managed-by': 'volfence.csi.node_fences', 'node-fences.volfence.io/set': 'default'}
+    fake.add('networkfences', dict(
+        metadata=dict(name='volfence-gone', labels=dict(ours, **{'node-fences.volfence.io/node': 'gone'})),
+        spec=dict(fenceState='Unfenced', cidrs=['10.0.9.1/32'], networkFenceClassName='rbd')))
+    fake.add('networkfences', dict(
+        metadata=dict(name='volfence-node-b', labels=dict(ours, **{'node-fences.volfence.io/node': 'node-b'})),
+        spec=dict(fenceState='Fenced', cidrs=['10.0.3.12/32'], networkFenceClassName='rbd')))
     requests, report = fences.node_fences_requests(node_fences_params())
     assert report['pruned'] == ['volfence-gone'] and report['fenced'] == ['volfence-node-b']
     assert all(r.get('fence_state') in (None, 'Unfenced') for r in requests)
     plans = fences.plan(requests)
-    assert dict((p.name, p.action) for p in plans) == {'volfence-node-a': CREATE, 'volfence-node-c': CREATE,
-                                                        'volfence-gone': 'delete'}
+    actions = dict((p.name, p.action) for p in plans)
+    assert actions == {'volfence-node-a': CREATE, 'volfence-node-c': CREATE, 'volfence-gone': 'delete'}
