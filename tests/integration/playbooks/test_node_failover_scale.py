@@ -1,0 +1,154 @@
+"""node_failover at scale (issue 13): a rack of nodes in one run (failed_nodes), a node with 100
+volumes, and the bulk release steps' partial failure (one pod delete fails: the report names it,
+the rest are done, a re-run finishes the job). Built on the lab's node-volumes and rack scenarios."""
+
+import json
+import os
+import urllib.request
+
+import pytest
+
+from labtools import REPO, run_playbook, wait_until
+
+PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
+
+
+@pytest.fixture
+def volumes_scenario(clean_lab, kube):
+    """Build node-volumes / rack on the lab (every node alive first); removed afterwards."""
+    built = []
+
+    def build(name, **options):
+        for node in clean_lab.nodes:
+            clean_lab.lab("revive-node", node)
+        args = ["scenario", name]
+        for key, value in options.items():
+            args += ["--" + key, str(value)]
+        state = json.loads(clean_lab.lab(*args))
+        built.append(state)
+        return state
+    yield build
+    for node in clean_lab.nodes:
+        clean_lab.lab("revive-node", node)
+    for state in built:
+        clean_lab.lab("clean-scenario", state["id"])
+
+
+def running_claims(kube, state, failed):
+    """The scenario's claims with a Running pod away from the failed nodes."""
+    out = set()
+    for pod in kube.list("pods", state["namespace"], label_selector=state["label_selector"]):
+        if pod.get("status", {}).get("phase") == "Running" and pod["spec"].get("nodeName") not in failed \
+                and not pod["metadata"].get("deletionTimestamp"):
+            out.update(v["persistentVolumeClaim"]["claimName"] for v in pod["spec"].get("volumes", [])
+                       if v.get("persistentVolumeClaim"))
+    return out
+
+
+def emulator_admin(lab):
+    """The lab's Kubernetes API emulator admin URL, None when the lab's API is a real cluster."""
+    import yaml
+    with open(os.path.join(lab.dir, "kubeconfig")) as handle:
+        server = yaml.safe_load(handle)["clusters"][0]["cluster"]["server"].rstrip("/")
+    try:
+        urllib.request.urlopen(server + "/_emulator/faults", timeout=5).read()
+    except OSError:
+        return None
+    return server + "/_emulator/faults"
+
+
+def admin_call(url, method, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.read()
+
+
+def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inventory, tmp_path):
+    lab = clean_lab
+    state = volumes_scenario("rack", nodes="node-b,node-c", volumes=3)
+    failed = state["failed_nodes"]
+    report_path = tmp_path / "rack.json"
+    run = run_playbook(lab_inventory, PLAYBOOK, {"failed_nodes": failed, "lease_grace_seconds": 3,
+                                                 "report_path": str(report_path), "wait_timeout": 120})
+    assert run.rc == 0, run.stdout[-3000:]
+    assert wait_until(lambda: running_claims(kube, state, failed) == set(state["claims"]), 60)
+    report = json.loads(report_path.read_text())
+    assert report["failed_nodes"] == failed and report["failed_node"] is None
+    assert sorted(report["pods_force_deleted"]) == sorted(state["old_pods"])
+    # one blocklist call for both nodes, each node's marker holding only its own clients
+    assert len(report["blocklist_actions"]) == len(report["fence_plan"]["fence"]) >= 2
+    for node in failed:
+        marker = json.loads(report["markers"][node])
+        assert marker["blocklist"] and all(a.startswith(state["failed_node_ips"][node] + ":") for a in marker["blocklist"])
+        annotation = kube.find("nodes", node)["metadata"]["annotations"]["volfence.csi/failover"]
+        assert json.loads(annotation) == marker
+    assert sorted(report["claims"]) == sorted("%s/%s" % (state["namespace"], c) for c in state["claims"])
+    again = run_playbook(lab_inventory, PLAYBOOK, {"failed_nodes": failed, "lease_grace_seconds": 3,
+                                                   "report_path": str(report_path)})
+    assert again.rc == 0, again.stdout[-3000:]
+    assert json.loads(report_path.read_text())["pods_force_deleted"] == []
+
+
+def test_one_live_node_in_the_list_refuses_the_run_and_changes_nothing(clean_lab, lab_inventory, tmp_path):
+    lab = clean_lab
+    for node in lab.nodes:
+        lab.lab("revive-node", node)
+    lab.lab("kill-node", "node-b")
+    try:
+        before = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
+        run = run_playbook(lab_inventory, PLAYBOOK, {"failed_nodes": ["node-b", "node-c"], "lease_grace_seconds": 3,
+                                                     "report_path": str(tmp_path / "r.json")})
+        assert run.rc != 0 and "refusing to fence node-c: it is Ready" in run.stdout
+        assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before
+        both = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "failed_nodes": ["node-b"],
+                                                      "report_path": str(tmp_path / "r.json")})
+        assert both.rc != 0 and "failed_nodes: give failed_node or failed_nodes, not both" in both.stdout
+    finally:
+        lab.lab("revive-node", "node-b")
+
+
+def test_a_node_with_100_volumes(volumes_scenario, kube, lab_inventory, tmp_path):
+    state = volumes_scenario("node-volumes", node="node-b", volumes=100)
+    report_path = tmp_path / "100.json"
+    run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3,
+                                                 "report_path": str(report_path), "wait_timeout": 300})
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads(report_path.read_text())
+    assert len(report["pods_force_deleted"]) == 100 and report["pods_failed"] == []
+    # removed by the run, or already detached by the lab's attach-detach controller once the pods were gone
+    assert not [va for va in kube.list("volumeattachments") if va["spec"]["nodeName"] == "node-b"
+                and va["spec"]["source"].get("persistentVolumeName") in state["pvs"]]
+    assert len(report["replacements_running"]) == 100
+    assert wait_until(lambda: running_claims(kube, state, ["node-b"]) == set(state["claims"]), 60)
+
+
+def test_one_pod_delete_fails_the_report_names_it_the_rest_are_done_a_rerun_finishes(
+        volumes_scenario, clean_lab, kube, lab_inventory, tmp_path):
+    admin = emulator_admin(clean_lab)
+    if admin is None:
+        pytest.skip("fault injection needs the lab's Kubernetes API emulator; the lab's API is a real cluster")
+    state = volumes_scenario("node-volumes", node="node-b", volumes=4)
+    victim = state["old_pods"][1]
+    admin_call(admin, "POST", {"method": "DELETE", "path_regex": "/pods/%s$" % victim, "status": 403,
+                               "message": 'pods "%s" is forbidden: injected by the test' % victim, "count": 0})
+    report_path = tmp_path / "partial.json"
+    extra = {"failed_node": "node-b", "lease_grace_seconds": 3, "report_path": str(report_path), "wait_timeout": 120}
+    try:
+        run = run_playbook(lab_inventory, PLAYBOOK, extra)
+    finally:
+        admin_call(admin, "DELETE")
+    assert run.rc != 0
+    report = json.loads(report_path.read_text())
+    assert [p["name"] for p in report["pods_failed"]] == [victim] and "403" in report["pods_failed"][0]["error"]
+    assert sorted(report["pods_force_deleted"]) == sorted(p for p in state["old_pods"] if p != victim)
+    assert any(victim in step for step in report["failed_steps"])
+    assert kube.find("pods", victim, state["namespace"]) is not None
+    for pod in state["old_pods"]:
+        if pod != victim:
+            assert kube.find("pods", pod, state["namespace"]) is None
+    again = run_playbook(lab_inventory, PLAYBOOK, extra)
+    assert again.rc == 0, again.stdout[-3000:]
+    report = json.loads(report_path.read_text())
+    assert report["pods_force_deleted"] == [victim] and report["pods_failed"] == []
+    assert wait_until(lambda: running_claims(kube, state, ["node-b"]) == set(state["claims"]), 60)
