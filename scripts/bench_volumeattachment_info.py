@@ -109,14 +109,13 @@ def named(objs):
     return objs
 
 
-def run_playbook(workdir, path):
+def run_playbook(workdir, path, collections):
     env = dict(os.environ)
     for key in list(env):
         if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
             del env[key]
     env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
-               ANSIBLE_NOCOLOR="1", TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
+               ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1", TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
     started = time.time()
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", path], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900)
@@ -133,6 +132,8 @@ def main(argv=None):
     parser.add_argument("--on-dead-node", type=int, default=100, help="attachments to the dead node")
     parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_VA_RUNS", "5")))
     parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "volumeattachment_info.json"))
+    parser.add_argument("--collections-path", default=os.path.join(REPO, ".cache", "collections"),
+                        help="where volfence.csi is found (another copy: to measure a proposed change)")
     args = parser.parse_args(argv)
     if not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")):
         sys.exit("bench_volumeattachment_info: no project virtualenv: run `make setup` first")
@@ -162,7 +163,7 @@ def main(argv=None):
                   ("all", "new"): (args.attachments, args.on_dead_node), ("all", "baseline"): (args.attachments, -1)}
         for _run in range(max(1, args.runs)):
             for key in (("node", "new"), ("node", "baseline"), ("all", "new"), ("all", "baseline")):
-                elapsed, selected, stale = run_playbook(workdir, books[key])
+                elapsed, selected, stale = run_playbook(workdir, books[key], args.collections_path)
                 if (selected, stale) != expect[key]:
                     sys.exit("bench_volumeattachment_info: %s %s selected %d (stale %d), expected %d (stale %d)" % (
                         key[0], key[1], selected, stale, expect[key][0], expect[key][1]))
