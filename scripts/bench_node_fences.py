@@ -299,8 +299,8 @@ def main(argv=None):
     results["goals"] = goals
     each = lambda name: " ".join("%.2f" % r["runs"][name]["seconds"] for r in rounds)  # noqa: E731
     results["bench"] = "node_fences"
-    results["command"] = "/usr/bin/python3 scripts/bench_node_fences.py " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+    results["command"] = ("/usr/bin/python3 scripts/bench_node_fences.py " + " ".join(
+        argv if argv is not None else sys.argv[1:])).strip()
     # The rows of the bench table (scripts/bench_report.py). The baseline of the second run is the first:
     # what a run costs when it writes every fence.
     results["rows"] = [

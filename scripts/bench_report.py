@@ -20,7 +20,8 @@ The shape a bench script writes (one file per script, <name>.json):
                "figure": 1.5, "unit": "s",                 # a number (with its unit) or a text
                "baseline": 2.3, "baseline_label": "what the baseline is",   # number, text or null
                "goal": "<= baseline (2.30 s)",            # the goal in words
-               "met": true}, ...]}                        # true or false, decided by the bench script
+               "met": true,                               # true or false, decided by the bench script
+               "slowest_tasks": [{"task": ..., "median_seconds": ...}]}, ...]}   # optional (profile_tasks)
 
 diagnose.json and ceph.json, written before this shape, are read as they are (their rows are made
 here from their own goals and results; their commands and load are not recorded).
@@ -159,6 +160,10 @@ def show(value, unit):
     return str(value)
 
 
+def label(row):
+    return str(row.get("work") or row.get("id") or row.get("case") or "a row without work or id")
+
+
 def collect(directory, since):
     """(table rows, notes per file, problems)."""
     table, notes, problems = [], [], []
@@ -203,7 +208,7 @@ def render(table, notes, problems):
         if row.get("baseline_label") and base != "-":
             base = "%s (%s)" % (base, row["baseline_label"])
         met = row.get("met")
-        cells.append((row.get("work") or row.get("id"), show(row.get("figure"), unit), base, row.get("goal") or "-",
+        cells.append((label(row), show(row.get("figure"), unit), base, row.get("goal") or "-",
                       "yes" if met is True else ("no" if met is False else "?")))
     widths = [min(max(len(str(c[i])) for c in cells + [head]), limit) for i, limit in enumerate((70, 12, 70, 48, 3))]
     fmt = "  ".join("%%-%ds" % w for w in widths)
@@ -221,6 +226,14 @@ def render(table, notes, problems):
         lines.append("%-27s %s; %s%s; written %s" % (note["file"], note["command"], load_text,
                                                     ", %d CPUs" % note["cpus"] if note.get("cpus") else "",
                                                     note["written"]))
+    slow = [r for r in table if not r.get("missing") and r.get("slowest_tasks")]
+    if slow:
+        lines.append("")
+        lines.append("slowest tasks (profile_tasks, median over the runs):")
+        for row in slow:
+            lines.append("  %s: %s" % (label(row), "; ".join(
+                "%s %.2f s" % (t.get("task"), t.get("median_seconds") or 0) for t in row["slowest_tasks"])))
+    lines.append("")
     lines.append("now: load average %s, %d CPUs" % ("/".join("%.2f" % x for x in os.getloadavg()),
                                                      os.cpu_count() or 0))
     missed = [c[0] for c in cells if c[4] != "yes"]

@@ -191,8 +191,8 @@ def main(argv=None):
                      "baseline_label": what[question][1], "goal": "<= baseline (%.2f s)" % base,
                      "met": new <= base, "runs": timings[(question, "new")],
                      "baseline_runs": timings[(question, "baseline")]})
-    results = {"bench": "volumeattachment_info", "command": "/usr/bin/python3 scripts/bench_volumeattachment_info.py "
-               + " ".join(argv if argv is not None else sys.argv[1:]),
+    results = {"bench": "volumeattachment_info", "command": ("/usr/bin/python3 scripts/bench_volumeattachment_info.py "
+                                                          + " ".join(argv if argv is not None else sys.argv[1:])).strip(),
                "attachments": args.attachments, "on_dead_node": args.on_dead_node, "runs": args.runs,
                "load_average": {"before": [round(x, 2) for x in load_before],
                                 "after": [round(x, 2) for x in load_after]},
