@@ -206,7 +206,7 @@ def render(table, notes, problems):
         unit = row.get("unit", "s")
         base = show(row.get("baseline"), unit)
         if row.get("baseline_label") and base != "-":
-            base = "%s (%s)" % (base, row["baseline_label"])
+            base = "%s: %s" % (base, row["baseline_label"])
         met = row.get("met")
         cells.append((label(row), show(row.get("figure"), unit), base, row.get("goal") or "-",
                       "yes" if met is True else ("no" if met is False else "?")))
