@@ -26,11 +26,6 @@ import subprocess
 import tempfile
 import threading
 
-try:
-    from concurrent.futures import ThreadPoolExecutor
-except ImportError:  # pragma: no cover - Python 3 always has it
-    ThreadPoolExecutor = None
-
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CephCommandError,
     CephConnectionError,
@@ -49,6 +44,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_versions import
     keyring_candidates,
     unreadable_key_message,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_CALL_TIMEOUT, check_range
 
 DEFAULT_WORKERS = 64
@@ -279,22 +275,9 @@ class _Base(object):
         self.close()
 
     def run_parallel(self, func, items, workers):
-        """[(item, result, error)] in the order of `items`; `workers` bounds the concurrency."""
-        items = list(items)
-        if not items:
-            return []
-        workers = max(1, min(int(workers or 1), len(items)))
-
-        def call(item):
-            try:
-                return item, func(item), None
-            except CephError as exc:
-                return item, None, exc
-
-        if workers == 1 or ThreadPoolExecutor is None:
-            return [call(item) for item in items]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(call, items))
+        """[(item, result, error)] in the order of `items`; `workers` bounds the concurrency; a
+        CephError is that item's error."""
+        return run_parallel(func, items, workers, errors=(CephError,))
 
     def mon_many(self, commands, workers=DEFAULT_WORKERS):
         return self.run_parallel(self.mon, commands, workers)
