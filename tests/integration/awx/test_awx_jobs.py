@@ -105,7 +105,9 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(seed_000, lab_inve
     assert report["failed_node"] == "node-b" and report["check_mode"] is False
     assert report["fence_plan"]["fence"] == state["watchers"]
     assert [a["entry"] for a in report["blocklist_actions"]] == state["watchers"]
-    assert report["pods_force_deleted"] == [state["old_pod"]]
+    # under the out-of-service taint Kubernetes' pod GC may delete the pod first: then it is reported
+    # as already gone, not as deleted by this run
+    assert report["pods_force_deleted"] + [p["name"] for p in report["pods_absent"]] == [state["old_pod"]]
     assert report["out_of_service_taint"] is True and report["marker_recorded"] is True
     rbd = [v for v in report["volumes"] if v["image"] == state["image"]]
     assert len(rbd) == 1 and rbd[0]["safe"] is True and rbd[0]["how"].startswith("fenced (blocklist)")
