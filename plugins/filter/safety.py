@@ -57,10 +57,12 @@ def failover_release_plan(volumes, failed_node, pods=None, fence_method='blockli
 
 
 def node_volume_report(pods, node, pvcs=None, pvs=None, attachments=None):
-    """Every volume of `node` and what volfence.csi did for it (node_recover's report)."""
-    return _safety.node_volumes(node, _safety.failover_volumes(node, _list(pods, 'pods'), _list(pvcs, 'pvcs'),
-                                                               _list(pvs, 'pvs'), _list(attachments, 'attachments')),
-                                'recover')
+    """Every volume of `node` (or of each node of a list) and what volfence.csi did for it
+    (node_recover's report), each with its `node`."""
+    return [dict(line, node=name) for name in _safety.failed_set(node)
+            for line in _safety.node_volumes(name, _safety.failover_volumes(
+                name, _list(pods, 'pods'), _list(pvcs, 'pvcs'), _list(pvs, 'pvs'), _list(attachments, 'attachments')),
+                'recover')]
 
 
 def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
@@ -87,6 +89,28 @@ def failover_record(node, report=None):
 def recovery_plan(nodes, node, entries=None, fences=None, marker=None, leases=None, lease_fresh=60, force=False):
     return _safety.recovery_plan(node, _list(nodes, 'nodes'), _list(entries, 'entries'), _list(fences, 'fences'),
                                  marker, _list(leases, 'leases'), int(lease_fresh), bool(force))
+
+
+def recovery_plans(nodes, names, entries=None, fence_results=None, records=None, leases=None, lease_fresh=60,
+                   force=False):
+    """fence_results: networkfence_info results (a dict with `fences`, or a loop's `results`)."""
+    fences = []
+    for result in _list(fence_results, 'fence_results'):
+        if isinstance(result, dict):
+            fences.extend(result.get('fences') or [])
+    return _safety.recovery_plans(names, _list(nodes, 'nodes'), _list(entries, 'entries'), fences, records or {},
+                                  _list(leases, 'leases'), int(lease_fresh), bool(force))
+
+
+def failover_records(nodes, names, report=None):
+    """{node: what its failover recorded} (read_marker for each named node)."""
+    by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in _list(nodes, 'nodes') if isinstance(n, dict))
+    return dict((name, _safety.read_marker(by_name.get(name) or dict(metadata=dict(name=name)), report))
+                for name in _safety.failed_set(names))
+
+
+def recover_node_states(nodes, names):
+    return _safety.node_states(_list(nodes, 'nodes'), names)
 
 
 def lock_break_plan(locks, pod_node, nodes, leases=None, lease_grace=120, force=False):
@@ -122,6 +146,9 @@ class FilterModule(object):
             'failover_marker': failover_marker,
             'failover_record': failover_record,
             'recovery_plan': recovery_plan,
+            'recovery_plans': recovery_plans,
+            'failover_records': failover_records,
+            'recover_node_states': recover_node_states,
             'lock_break_plan': lock_break_plan,
             'failover_remaining_watchers': failover_remaining_watchers,
             'pod_claims': pod_claims,

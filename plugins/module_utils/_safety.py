@@ -485,6 +485,51 @@ def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=No
     return out
 
 
+def recovery_plans(names, nodes, entries=None, fences=None, markers=None, leases=None, lease_fresh=60,
+                   force=False, now=None):
+    """recovery_plan() for the nodes of one failover of several (a rack) at once: one plan. Every
+    node must be proven restarted (one that is not refuses the whole run, I3); what is lifted is
+    the union of what each node's own plan lifts, so an entry or fence is lifted only when it covers
+    that one node (I2). markers: {node: read_marker()}. For one node this is recovery_plan() itself."""
+    names = failed_set(names)
+    view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
+    fences = list(dict((f.get('name'), f) for f in fences or [] if isinstance(f, dict)).values())
+    plans = [(n, recovery_plan(n, view, entries, fences, (markers or {}).get(n), None, lease_fresh, force, now))
+             for n in names]
+    if len(plans) == 1:
+        return plans[0][1]
+    refused = '; '.join('%s: %s' % (n, p['refused']) for n, p in plans if p['refused']) or None
+    out = dict(refused=refused, evidence=dict((n, p['evidence']) for n, p in plans), remove_addresses=[],
+               remove_cidrs=[], unfence=[], kept=[])
+    for key in ('remove_addresses', 'remove_cidrs', 'unfence'):
+        for _node, plan in plans:
+            out[key].extend(v for v in plan[key] if v not in out[key])
+    if refused:
+        out['remove_addresses'], out['remove_cidrs'], out['unfence'] = [], [], []
+    lifted = set(out['remove_addresses'] + out['remove_cidrs'] + out['unfence'])
+    for node, plan in plans:
+        for item in plan['kept']:
+            if (item.get('entry') or item.get('networkfence')) not in lifted:
+                out['kept'].append(dict(item, node=node))
+    return out
+
+
+def node_states(nodes, names):
+    """What node_recover has to undo on each named node: out-of-service taint, cordon, failover marker."""
+    by_name = dict((_name(n), n) for n in nodes or [] if isinstance(n, dict))
+    out = dict(tainted=[], cordoned=[], marked=[])
+    for name in failed_set(names):
+        node = by_name.get(name) or {}
+        spec = node.get('spec') or {}
+        if any((t or {}).get('key') == 'node.kubernetes.io/out-of-service' for t in spec.get('taints') or []):
+            out['tainted'].append(name)
+        if spec.get('unschedulable'):
+            out['cordoned'].append(name)
+        if MARKER_ANNOTATION in ((node.get('metadata') or {}).get('annotations') or {}):
+            out['marked'].append(name)
+    return out
+
+
 def _recovery_refusal(node, facts, marker, lease_fresh):
     if facts is None:
         return 'node %s does not exist' % node

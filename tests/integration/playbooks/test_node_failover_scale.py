@@ -8,9 +8,10 @@ import urllib.request
 
 import pytest
 
-from labtools import REPO, run_playbook, wait_until
+from labtools import REPO, blocklist_entries, run_playbook, wait_until
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
+RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
 
 
 @pytest.fixture
@@ -88,6 +89,28 @@ def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inv
                                                    "report_path": str(report_path)})
     assert again.rc == 0, again.stdout[-3000:]
     assert json.loads(report_path.read_text())["pods_force_deleted"] == []
+
+    # node_recover of the rack: refused while a node is still down, then each node lifts its own
+    fenced = report["fence_plan"]["fence"]
+    recover = {"nodes": failed, "report_path": str(tmp_path / "recover.json")}
+    lab.lab("revive-node", failed[0])
+    assert wait_until(lambda: ready(kube, failed[0]), 15)
+    refused = run_playbook(lab_inventory, RECOVER, recover)
+    assert refused.rc != 0 and "refusing to unfence node-b, node-c: node-c: node node-c is not Ready" in refused.stdout
+    assert all(a in blocklist_entries(lab) for a in fenced)
+    lab.lab("revive-node", failed[1])
+    assert wait_until(lambda: ready(kube, failed[1]), 15)
+    run = run_playbook(lab_inventory, RECOVER, recover)
+    assert run.rc == 0, run.stdout[-3000:]
+    recovered = json.loads((tmp_path / "recover.json").read_text())
+    assert sorted(recovered["blocklist_removed"]) == sorted(fenced) and recovered["nodes"] == failed
+    assert not [a for a in fenced if a in blocklist_entries(lab)]
+    for node in failed:
+        assert "volfence.csi/failover" not in (kube.find("nodes", node)["metadata"].get("annotations") or {})
+
+
+def ready(kube, node):
+    return [c for c in kube.find("nodes", node)["status"]["conditions"] if c["type"] == "Ready"][0]["status"] == "True"
 
 
 def test_one_live_node_in_the_list_refuses_the_run_and_changes_nothing(clean_lab, lab_inventory, tmp_path):

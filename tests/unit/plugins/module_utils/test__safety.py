@@ -27,10 +27,12 @@ from ansible_collections.volfence.csi.plugins.module_utils._safety import (
     fence_plan,
     lock_plan,
     networkfence_plan,
+    node_states,
     normalize_ip,
     normalize_network,
     read_marker,
     recovery_plan,
+    recovery_plans,
     release_plan,
 )
 
@@ -838,3 +840,34 @@ def test_each_node_gets_its_own_networkfence_and_marker_and_recovers_alone():
     assert lifted['refused'] is None
     assert lifted['remove_addresses'] == ['10.0.0.12:0/1']
     assert [k['entry'] for k in lifted['kept'] if 'entry' in k] in ([], ['10.0.0.13:0/2'])
+
+
+def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():
+    def back(name, ip, boot):
+        return node(name, [ip], boot_id=boot)
+    nodes = [node('node-a', ['10.0.0.11']), back('node-b', '10.0.0.12', 'boot-b2'), back('node-c', '10.0.0.13', 'boot-c2')]
+    leases = [lease(n, 1) for n in ('node-a', 'node-b', 'node-c')]
+    entries = [dict(kind='address', entry=a, address=a, ip=a.split(':', maxsplit=1)[0], cidr=None)
+               for a in ('10.0.0.12:0/1', '10.0.0.13:0/2', '10.0.0.11:0/9')] + [range_entry('10.0.0.0/24')]
+    markers = {'node-b': dict(boot_id='boot-b', blocklist=['10.0.0.12:0/1'], networkfences=[]),
+               'node-c': dict(boot_id='boot-c', blocklist=['10.0.0.13:0/2'], networkfences=[])}
+    plan = recovery_plans(RACK, nodes, entries, [], markers, leases, now=NOW)
+    assert plan['refused'] is None and sorted(plan['evidence']) == RACK
+    assert plan['remove_addresses'] == ['10.0.0.12:0/1', '10.0.0.13:0/2']
+    assert plan['remove_cidrs'] == []
+    kept = [(k.get('entry'), k['node']) for k in plan['kept']]
+    assert [n for e, n in kept if '10.0.0.0' in e] == RACK and all(e != '10.0.0.12:0/1' and e != '10.0.0.13:0/2' for e, _n in kept)
+    # one node not back (same bootID): nothing at all is lifted
+    same = dict(markers, **{'node-c': dict(markers['node-c'], boot_id='boot-c2')})
+    refused = recovery_plans(RACK, nodes, entries, [], same, leases, now=NOW)
+    assert refused['refused'].startswith('node-c: ') and refused['remove_addresses'] == []
+    # one node: exactly recovery_plan's answer
+    assert recovery_plans(['node-b'], nodes, entries, [], markers, leases, now=NOW) == recovery_plan(
+        'node-b', nodes, entries, [], markers['node-b'], leases, now=NOW)
+
+
+def test_node_states_name_what_recover_undoes():
+    tainted = node('node-b', ['10.0.0.12'], annotations={MARKER_ANNOTATION: '{}'})
+    tainted['spec'] = dict(unschedulable=True, taints=[dict(key='node.kubernetes.io/out-of-service', effect='NoExecute')])
+    assert node_states([tainted, node('node-c', ['10.0.0.13'])], RACK) == dict(
+        tainted=['node-b'], cordoned=['node-b'], marked=['node-b'])
