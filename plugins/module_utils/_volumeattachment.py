@@ -190,21 +190,28 @@ def pod_claims(pod):
     return names
 
 
-def pods_using(pv, pods):
-    """'namespace/name' of the pods (not Succeeded/Failed) among `pods` whose volumes use the PV."""
+def claim_users(pods):
+    """{(namespace, claim): sorted 'namespace/name' of the pods (not Succeeded/Failed) using it}: one
+    pass over a node's pods, so that each of its attachments is a lookup, not a scan."""
+    index = {}
+    for pod in pods:
+        if (pod.get('status') or {}).get('phase') in ('Succeeded', 'Failed'):
+            continue
+        namespace = pod['metadata'].get('namespace')
+        for name in pod_claims(pod):
+            index.setdefault((namespace, name), []).append('%s/%s' % (namespace, pod['metadata']['name']))
+    for users in index.values():
+        users.sort()
+    return index
+
+
+def pods_using(pv, pods, index=None):
+    """'namespace/name' of the pods (not Succeeded/Failed) among `pods` whose volumes use the PV.
+    index: claim_users(pods), when several PVs are looked up among the same pods."""
     claim = claim_of(pv)
     if claim is None:
         return []
-    namespace, name = claim
-    out = []
-    for pod in pods:
-        if pod['metadata'].get('namespace') != namespace:
-            continue
-        if (pod.get('status') or {}).get('phase') in ('Succeeded', 'Failed'):
-            continue
-        if name in pod_claims(pod):
-            out.append('%s/%s' % (namespace, pod['metadata']['name']))
-    return sorted(out)
+    return list((claim_users(pods) if index is None else index).get(tuple(claim), []))
 
 
 def _volume_error(err):
@@ -213,12 +220,13 @@ def _volume_error(err):
     return dict(message=err.get('message'), time=err.get('time'))
 
 
-def assess(va, pv, pv_known, node, pods, cluster_version, not_ready_grace, now=None):
+def assess(va, pv, pv_known, node, pods, cluster_version, not_ready_grace, now=None, pod_index=None):
     """The report of one VolumeAttachment.
 
     `pv`: its PersistentVolume or None; `pv_known`: whether the PV was looked up (False for
     inline volumes); `node`: its Node or None when the node does not exist; `pods`: the pods on
-    that node; `cluster_version`: (major, minor, patch) or None.
+    that node (pod_index: their claim_users(), when many attachments of the node are assessed);
+    `cluster_version`: (major, minor, patch) or None.
     """
     meta = va.get('metadata') or {}
     spec = va.get('spec') or {}
@@ -262,7 +270,7 @@ def assess(va, pv, pv_known, node, pods, cluster_version, not_ready_grace, now=N
                          node_name, driver, ', '.join(in_use_entries)))
     users = None
     if pv is not None:
-        users = pods_using(pv, pods)
+        users = pods_using(pv, pods, pod_index)
         if not users and protected is None:
             stale(NOT_IN_USE, 'no pod on node %s uses PersistentVolume %s' % (node_name, pv_name))
     if expected is not None and expected != name:

@@ -35,6 +35,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment imp
     SKIP,
     WAIT,
     assess,
+    claim_users,
     finalizers_without,
     matches,
     plan_delete,
@@ -69,6 +70,7 @@ class VolumeAttachments(object):
         self._pvs = {}       # name -> PV or None (missing)
         self._nodes = {}     # name -> Node or None (missing)
         self._pods = {}      # node name -> pods
+        self._claim_users = {}  # node name -> claim_users() of its pods, built once per load
         self._all_vas = None  # every VolumeAttachment, when select() listed them
         self.deleted = []    # names of the attachments this run deleted (its DELETE went through)
 
@@ -162,6 +164,8 @@ class VolumeAttachments(object):
         wanted = sorted(set(n for n in nodes if n and n not in self._pods))
         if not wanted:
             return
+        for node in wanted:
+            self._claim_users.pop(node, None)
         if len(wanted) <= _GET_EACH_LIMIT:
             for node in wanted:
                 self._pods[node] = self.api.list(resource_path('', 'v1', 'pods'), what=('Pod', None),
@@ -186,8 +190,14 @@ class VolumeAttachments(object):
         spec = va.get('spec') or {}
         pv_name = (spec.get('source') or {}).get('persistentVolumeName')
         node_name = spec.get('nodeName')
+        pods = self._pods.get(node_name, [])
+        index = self._claim_users.get(node_name)
+        if index is None:
+            index = claim_users(pods)
+            if node_name in self._pods:  # the node's pods are loaded: the index holds until they are reloaded
+                self._claim_users[node_name] = index
         return assess(va, self._pvs.get(pv_name) if pv_name else None, bool(pv_name), self._nodes.get(node_name),
-                      self._pods.get(node_name, []), self.version, self.not_ready_grace, self.now())
+                      pods, self.version, self.not_ready_grace, self.now(), index)
 
     # -- deleting
     def delete(self, reports, only_stale=True, force=False, force_grace=60, wait=True, wait_timeout=120,

@@ -21,6 +21,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment imp
     kubelet_volume_names,
     volume_in_use,
     attachment_name,
+    claim_users,
     collision_version_affected,
     has_attachment_name_shape,
     matches,
@@ -171,6 +172,19 @@ def test_not_in_use():
 def test_generic_ephemeral_volume_claims_count():
     p = pv(claim=('default', 'web-0-scratch'))
     assert pods_using(p, [pod(ephemeral=True)]) == ['default/web-0']
+
+
+def test_the_claim_index_answers_as_the_scan_does():
+    """volumeattachment_info looks each attachment's claim up in one index per node (2,000 attachments:
+    one pass over the pods, not one per attachment); the answer is the scan's."""
+    pods = [pod(), pod(name='web-1'), pod(name='old', phase='Failed'), pod(name='x', namespace='other'),
+            pod(name='logs-0', claim='logs'), pod(name='eph', ephemeral=True)]
+    index = claim_users(pods)
+    for claim in [('default', 'data'), ('other', 'data'), ('default', 'logs'), ('default', 'eph-scratch'),
+                  ('default', 'none'), None]:
+        volume = pv(claim=claim)
+        assert pods_using(volume, pods, index) == pods_using(volume, pods)
+    assert pods_using(pv(), pods, index) == ['default/web-0', 'default/web-1']
 
 
 def test_unexpected_name_and_missing_pv():
