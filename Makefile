@@ -67,12 +67,12 @@ lab-revive-node:
 lab-scenario:
 	@$(LAB) scenario $(NAME)
 
-# Benchmarks run on a lab of their own (prefix vfbnch); results go to .cache/bench/.
+# Benchmarks run on a lab of their own (prefix vfbnch, 6 nodes: the rack of bench_failover is 5 of them); results go to .cache/bench/.
 # Every scripts/bench_*.py, then scripts/bench_report.py prints them in one table (figure, baseline, goal,
 # met) and fails when a goal is missed or a row is missing (a file older than this run counts as missing).
 bench: setup
 	@mkdir -p .cache/bench
-	@export LAB_PREFIX=vfbnch; unset LAB_DIR LAB_SLOT; since=$$(date +%s); $(LAB) up >/dev/null && \
+	@export LAB_PREFIX=vfbnch LAB_NODES=6; unset LAB_DIR LAB_SLOT; since=$$(date +%s); $(LAB) up >/dev/null && \
 	  (for b in scripts/bench_*.py; do [ "$$b" = scripts/bench_report.py ] || /usr/bin/python3 $$b; done; \
 	   $(LAB) down >/dev/null; echo; /usr/bin/python3 scripts/bench_report.py --since $$since)
 
