@@ -81,8 +81,7 @@ class ActionModule(ActionBase):
         hosts = []
         for group in used_groups:
             hosts.extend(h for h in groups.get(group) or [] if h not in hosts)
-        # Connection settings stay where the inventory puts them (they may differ per host).
-        inputs = dict((k, v) for k, v in values.items() if not options[k].get('used_by'))
+        inputs = _inputs.handed(values, options)
         result.update(changed=False, inputs=inputs, hosts=hosts, problems=problems)
         if problems:
             result['failed'] = True

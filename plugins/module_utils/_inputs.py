@@ -229,6 +229,18 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
     return values, problems
 
 
+def handed(values, options):
+    """What the plays get: the checked inputs except connection settings (they stay where the
+    inventory puts them), and each list input also as volfence_<name>, always a list: an extra var
+    keeps its precedence over the checked value, so `-e failed_nodes=node-b,node-c` reaches the
+    plays as text under its own name."""
+    out = dict((k, v) for k, v in values.items() if not options[k].get('used_by'))
+    for name, value in values.items():
+        if options[name].get('type') == 'list':
+            out['volfence_' + name] = value
+    return out
+
+
 def _what(option):
     """An input's description as a few words: its first sentence, up to a parenthesis or a dash."""
     text = _plain((option or {}).get('description')).split('. ')[0]

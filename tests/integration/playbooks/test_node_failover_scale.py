@@ -120,7 +120,8 @@ def test_one_live_node_in_the_list_refuses_the_run_and_changes_nothing(clean_lab
     lab.lab("kill-node", "node-b")
     try:
         before = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
-        run = run_playbook(lab_inventory, PLAYBOOK, {"failed_nodes": ["node-b", "node-c"], "lease_grace_seconds": 3,
+        # the list as text, as `-e failed_nodes=node-b,node-c` gives it
+        run = run_playbook(lab_inventory, PLAYBOOK, {"failed_nodes": "node-b,node-c", "lease_grace_seconds": 3,
                                                      "report_path": str(tmp_path / "r.json")})
         assert run.rc != 0 and "refusing to fence node-c: it is Ready" in run.stdout
         assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before

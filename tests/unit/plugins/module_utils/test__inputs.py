@@ -116,6 +116,33 @@ def test_failed_node_or_failed_nodes_exactly_one_and_the_plays_get_a_list(tmp_pa
     assert problems == [] or all('failed_nodes' in p for p in problems)
 
 
+def test_list_inputs_reach_the_plays_as_lists_under_their_own_name(tmp_path):
+    """An extra var keeps its precedence over the checked value: -e failed_nodes=node-b,node-c stays text
+    under failed_nodes, so the plays read volfence_failed_nodes, always a list."""
+    from ansible_collections.volfence.csi.plugins.module_utils._inputs import handed  # pylint: disable=import-outside-toplevel
+    spec = SPECS['node_failover']
+    values, problems = check_inputs('node_failover', spec, {'failed_nodes': 'node-b,node-c',
+                                                            'report_dir': str(tmp_path)}, CONTEXT)
+    assert problems == []
+    plays = handed(values, spec['options'])
+    assert plays['volfence_failed_nodes'] == ['node-b', 'node-c']
+    values, problems = check_inputs('node_failover', spec, {'failed_node': 'node-b', 'volfence_kubeconfig': None,
+                                                            'report_dir': str(tmp_path)}, CONTEXT)
+    assert handed(values, spec['options'])['volfence_failed_nodes'] == ['node-b']
+    recover = SPECS['node_recover']
+    values, problems = check_inputs('node_recover', recover, {'node': 'node-b', 'report_dir': str(tmp_path)}, CONTEXT)
+    assert problems == [] and handed(values, recover['options'])['volfence_nodes'] == ['node-b']
+    # the plays index and loop over these; other list inputs go to module options and host patterns,
+    # which read a comma-separated text as a list themselves
+    for playbook, entry in SPECS.items():
+        for name, option in entry['options'].items():
+            if option.get('type') == 'list' and option.get('list_of'):
+                with open(os.path.join(PLAYBOOKS, playbook + '.yml')) as handle:
+                    plays = handle.read().split('\n- name:', 1)[1]
+                assert not re.search(r'\{\{[^}]*(?<![\w.])%s(?!\w)' % name, plays), (
+                    '%s reads the list input %s by its own name (text when given with -e)' % (playbook, name))
+
+
 def test_required_inputs_and_inventory_groups():
     values, problems = check_inputs('rbd_lock_cleanup', SPECS['rbd_lock_cleanup'], {}, {'groups': {'k8s_api': ['k']}})
     assert problems == ['inventory: no host in group ceph_admin (the playbook runs its steps there)',
