@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The Kubernetes reads of playbooks/diagnose.yml (module stuck_pods_info), with selectors.
+"""The Kubernetes reads of the playbooks, with selectors: diagnose (module stuck_pods_info, `gather`)
+and node_failover / node_recover (module failed_nodes_info, `gather_failed_nodes`).
 
 Private to volfence.csi. `gather` asks the API only for what the diagnosis needs, one list per
 kind, paged with limit/continue (KubeApi.list), with field selectors the real API server supports
@@ -37,7 +38,14 @@ from ansible_collections.volfence.csi.plugins.module_utils._diagnose import (
     stuck_pods,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses, node_ready
-from ansible_collections.volfence.csi.plugins.module_utils._safety import down_node_volumes
+from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
+from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+    LEASE_NAMESPACE,
+    down_node_volumes,
+    failed_set,
+    failover_preflight,
+    failover_volumes,
+)
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import pod_claims
 
 # Pods that have not started: Pending (and Unknown, a pod whose node stopped reporting).
@@ -248,3 +256,67 @@ def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE
                 images=images, node_addresses=addresses_by_node(nodes),
                 nodes_not_ready=down_node_volumes(nodes, list(down_pods.values()), pvcs, pvs, vas),
                 listed=listed)
+
+
+# --------------------------------------------------------------------------- node_failover / node_recover
+
+READ_WORKERS = 8  # parallel GETs of claims and PVs by name, over one connection pool
+
+
+def _get_each(api, paths, workers):
+    """GET each (path, what) in parallel; the objects that exist, in the order asked. An API error
+    propagates (the read is incomplete, so no decision may be taken on it)."""
+    answers = run_parallel(lambda ref: api.get(ref[0], what=ref[1], missing_ok=True), paths, workers, errors=())
+    return [obj for _ref, obj, _error in answers if obj is not None]
+
+
+def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False, volumes=True,
+                        page=DEFAULT_PAGE, now=None, workers=READ_WORKERS):
+    """What node_failover (and, with volumes=False, node_recover) reads before deciding, asked
+    only for what the failed nodes need, then joined:
+
+    - every node and every node Lease (the safety rules need the live nodes' addresses and
+      Leases to keep their watchers: I1), paged;
+    - with `volumes`: the pods on each failed node (spec.nodeName), their claims and the PVs read
+      by name, the VolumeAttachments (no selector exists for them) of which only the failed
+      nodes' are kept.
+
+    Returns server_version, missing (the names no node has), nodes, leases, pods (slimmed),
+    preflight (_safety.failover_preflight), volumes (_safety.failover_volumes), images (the RBD
+    images of those volumes), node_addresses and listed (objects read per kind). Fed the whole
+    cluster's lists, failover_preflight and failover_volumes give the same answer (unit-tested)."""
+    failed = failed_set(names)
+    version = (api.server_version() or {}).get('gitVersion')
+    nodes = api.list(resource_path('', 'v1', 'nodes'), what=('Node', None), page=page)
+    leases = api.list(resource_path('coordination.k8s.io', 'v1', 'leases', namespace=LEASE_NAMESPACE),
+                      what=('Lease', None, LEASE_NAMESPACE), page=page)
+    known = set(_meta(n).get('name') for n in nodes)
+    listed = dict(nodes=len(nodes), leases=len(leases), pods=0, pvcs=0, pvs=0, volumeattachments=0)
+    pods, pvcs, pvs, vas = [], [], [], []
+    if volumes:
+        for name in failed:
+            if name in known:
+                pods.extend(api.list(resource_path('', 'v1', 'pods'), what=('Pod', None),
+                                     field_selector='spec.nodeName=%s' % name, page=page))
+        pvcs = _get_each(api, [(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
+                                ('PersistentVolumeClaim', claim, namespace)) for namespace, claim in claim_refs(pods)],
+                         workers)
+        all_vas = api.list(resource_path('storage.k8s.io', 'v1', 'volumeattachments'),
+                           what=('VolumeAttachment', None), page=page)
+        listed['volumeattachments'] = len(all_vas)
+        vas = [va for va in all_vas if (va.get('spec') or {}).get('nodeName') in failed]
+        pv_names = set((c.get('spec') or {}).get('volumeName') for c in pvcs)
+        pv_names |= set(((va.get('spec') or {}).get('source') or {}).get('persistentVolumeName') for va in vas)
+        pvs = _get_each(api, [(resource_path('', 'v1', 'persistentvolumes', name), ('PersistentVolume', name))
+                              for name in sorted(pv_names - set([None, '']))], workers)
+        listed.update(pods=len(pods), pvcs=len(pvcs), pvs=len(pvs))
+    joined = failover_volumes(failed, pods, pvcs, pvs, vas) if volumes else []
+    images = []
+    for volume in joined:
+        if volume.get('image') and volume['image'] not in images:
+            images.append(volume['image'])
+    return dict(server_version=version, missing=[n for n in failed if n not in known],
+                nodes=[slim(n) for n in nodes], leases=[slim(lease) for lease in leases],
+                pods=[slim(p) for p in pods],
+                preflight=failover_preflight(failed, nodes, leases, lease_grace, force, now),
+                volumes=joined, images=images, node_addresses=addresses_by_node(nodes), listed=listed)

@@ -1012,6 +1012,9 @@ def failover_volumes(failed_node, pods, pvcs, pvs, attachments):
                            source=SOURCE_POD_INLINE, inline=spec_volume.get('name'))
             add(volume['pods'], ref)
             add(volume['nodes'], node)
+    for volume in volumes.values():  # the same answer whatever order the API listed the objects in
+        for key in ('attachments', 'claims', 'pods', 'nodes'):
+            volume[key].sort()
     return [volumes[k] for k in sorted(volumes)]
 
 

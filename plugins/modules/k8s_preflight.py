@@ -127,13 +127,8 @@ pods:
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     K8sError, check_requirements, connect, k8s_argument_spec, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import replacement_pods
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import missing_node, replacement_pods, some_names
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-
-
-def _some(names, limit=8):
-    names = sorted(names)
-    return ', '.join(names[:limit]) + (', ... %d more' % (len(names) - limit) if len(names) > limit else '')
 
 
 def _ready(node):
@@ -171,7 +166,7 @@ def main():
             if node is None:
                 if all_nodes is None:
                     all_nodes = [n['metadata']['name'] for n in api.list(resource_path('', 'v1', 'nodes'), what=('Node', None))]
-                problems.append('no node named %s (the cluster\'s nodes: %s)' % (name, _some(all_nodes) or 'none'))
+                problems.append(missing_node(name, all_nodes))
             else:
                 nodes.append(dict(name=name, ready=_ready(node)))
         for ref in p['pods']:
@@ -186,11 +181,11 @@ def main():
                     pod, replaced = successors[0], True
                 elif successors:
                     problems.append('pod %s/%s is gone and several pods replaced it (%s): name one' % (
-                        ref['namespace'], ref['name'], _some(x['metadata']['name'] for x in successors)))
+                        ref['namespace'], ref['name'], some_names(x['metadata']['name'] for x in successors)))
                     continue
                 else:
                     problems.append('no pod %s in namespace %s (its pods: %s)' % (
-                        ref['name'], ref['namespace'], _some(x['metadata']['name'] for x in listed) or 'none'))
+                        ref['name'], ref['namespace'], some_names(x['metadata']['name'] for x in listed) or 'none'))
                     continue
             pods.append(dict(namespace=ref['namespace'], name=pod['metadata']['name'], requested=ref['name'],
                              replaced=replaced, node=(pod.get('spec') or {}).get('nodeName'),

@@ -366,10 +366,13 @@ class Builder(object):
         self.kube.status(path, status)
         return name
 
-    def pv(self, name, driver, handle, claim=None):
+    def pv(self, name, driver, handle, claim=None, attributes=None):
         path = "/api/v1/persistentvolumes/" + name
         self.cleanup.append(path)
-        spec = {"csi": {"driver": driver, "volumeHandle": handle}, "accessModes": ["ReadWriteOnce"],
+        csi = {"driver": driver, "volumeHandle": handle}
+        if attributes:
+            csi["volumeAttributes"] = dict(attributes)
+        spec = {"csi": csi, "accessModes": ["ReadWriteOnce"],
                 "capacity": {"storage": "1Gi"}, "persistentVolumeReclaimPolicy": "Retain"}
         if claim:
             spec["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": "default", "name": claim}
@@ -388,6 +391,13 @@ class Builder(object):
                                         "source": {"persistentVolumeName": pv}}})
         self.kube.status(path, {"attached": attached})
         return name
+
+    def pvc(self, name, pv):
+        """A claim in namespace default bound to `pv`."""
+        self.cleanup.append("/api/v1/namespaces/default/persistentvolumeclaims/" + name)
+        return self.kube.create("/api/v1/namespaces/default/persistentvolumeclaims", {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": self.meta(name),
+            "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": pv, "resources": {"requests": {"storage": "1Gi"}}}})
 
     def pod(self, name, node, claim):
         path = "/api/v1/namespaces/default/pods/" + name

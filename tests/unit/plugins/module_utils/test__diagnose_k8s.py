@@ -22,19 +22,24 @@ from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import 
     claim_refs,
     events_of,
     gather,
+    gather_failed_nodes,
     pods_named_by_warnings,
     selector_fields,
     slim,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import resource_path
-from ansible_collections.volfence.csi.plugins.module_utils._safety import down_node_volumes
+from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+    down_node_volumes,
+    failover_preflight,
+    failover_volumes,
+)
 
 NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=datetime.timezone.utc)
 OLD = "2026-11-21T05:50:00Z"
 NEW = "2026-11-21T05:59:58Z"
 
 KINDS = {"pods": "Pod", "events": "Event", "nodes": "Node", "persistentvolumeclaims": "PersistentVolumeClaim",
-         "persistentvolumes": "PersistentVolume", "volumeattachments": "VolumeAttachment"}
+         "persistentvolumes": "PersistentVolume", "volumeattachments": "VolumeAttachment", "leases": "Lease"}
 
 
 def _field(obj, path):
@@ -380,3 +385,88 @@ def test_check_namespace_accepts(name):
 def test_check_namespace_refuses_in_the_users_words(name):
     with pytest.raises(ValueError, match="is not a namespace name"):
         check_namespace(name)
+
+
+# --------------------------------------------------------------------------- failed_nodes_info (node_failover's reads)
+
+def lease(name, renewed):
+    return {"metadata": {"name": name, "namespace": "kube-node-lease"}, "spec": {"renewTime": renewed}}
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.data())
+def test_the_failover_reads_decide_as_the_whole_lists_do(objects, data):
+    names = [n["metadata"]["name"] for n in objects["nodes"]]
+    objects["leases"] = [lease(n, data.draw(st.sampled_from([OLD, NEW]))) for n in names
+                         if data.draw(st.integers(0, 4))]
+    failed = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+    force = data.draw(st.booleans())
+    api = FakeApi(objects)
+    got = gather_failed_nodes(api, resource_path, failed, lease_grace=120, force=force, page=2, now=NOW)
+    assert got["missing"] == []
+    assert got["preflight"] == failover_preflight(failed, objects["nodes"], objects["leases"], 120, force, NOW)
+    expected = failover_volumes(failed, objects["pods"], objects["persistentvolumeclaims"],
+                                objects["persistentvolumes"], objects["volumeattachments"])
+    assert got["volumes"] == expected
+    assert got["images"] == sorted(set(v["image"] for v in expected if v["image"]), key=got["images"].index)
+    assert set(got["images"]) == set(v["image"] for v in expected if v["image"])
+    assert all(p["spec"]["nodeName"] in failed for p in got["pods"])
+
+
+def test_the_failover_reads_grow_with_the_failed_node_not_with_the_cluster():
+    small, big = big_cluster(200), big_cluster(2000)
+    answers = []
+    for objects in (small, big):
+        objects["leases"] = [lease(n["metadata"]["name"], OLD) for n in objects["nodes"]]
+        api = FakeApi(objects)
+        got = gather_failed_nodes(api, resource_path, ["dead"], page=500, now=NOW)
+        answers.append((got, api))
+    for got, api in answers:
+        assert got["preflight"]["refused"] is None
+        # The dead node's 40 pods, their 40 claims and 40 PVs, read by name; every attachment listed.
+        assert (got["listed"]["pods"], got["listed"]["pvcs"], got["listed"]["pvs"]) == (40, 40, 40)
+        assert len(got["volumes"]) == 40 and len(got["images"]) == 40
+        assert all(v["nodes"] == ["dead"] and v["rbd"] for v in got["volumes"])
+        assert all("images" not in n["status"] and "managedFields" not in n["metadata"] for n in got["nodes"])
+    (small_got, small_api), (big_got, big_api) = answers
+    assert len(small_got["volumes"]) == len(big_got["volumes"])
+    # Only the attachment list pages grow with the cluster: 1 page of 240, 5 pages of 2,040.
+    assert len(big_api.requests) - len(small_api.requests) == 4
+
+
+def test_the_failover_reads_use_selectors_the_real_api_supports_and_name_missing_nodes():
+    objects = big_cluster(10, stuck=3)
+    objects["leases"] = []
+    api = FakeApi(objects)
+    got = gather_failed_nodes(api, resource_path, ["dead", "node-zz"], page=4, now=NOW)
+    assert got["missing"] == ["node-zz"]
+    assert "node-zz not found" in got["preflight"]["refused"]
+    lists = [r for r in api.requests if r[0] == "LIST"]
+    assert ("LIST", "/api/v1/pods", "spec.nodeName=dead") in lists
+    assert not [r for r in lists if "node-zz" in (r[2] or "")]  # a node that does not exist has no pods to read
+    assert ("LIST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", None) in lists
+
+
+def test_a_recovery_reads_only_nodes_and_leases():
+    objects = big_cluster(10, stuck=3)
+    objects["leases"] = [lease("dead", NEW)]
+    api = FakeApi(objects)
+    got = gather_failed_nodes(api, resource_path, ["dead"], volumes=False, now=NOW)
+    assert set(r[1] for r in api.requests) == {"/version", "/api/v1/nodes",
+                                                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"}
+    assert got["volumes"] == [] and got["pods"] == [] and len(got["leases"]) == 1
+    assert "renewed its Lease" in got["preflight"]["refused"]
+
+
+def test_an_api_error_while_reading_by_name_stops_the_read():
+    objects = big_cluster(10, stuck=5)
+    objects["leases"] = []
+
+    class Failing(FakeApi):
+        def get(self, path, what=None, missing_ok=False):
+            if "persistentvolumes/" in path:
+                raise RuntimeError("403 Forbidden: persistentvolumes")
+            return FakeApi.get(self, path, what, missing_ok)
+
+    with pytest.raises(RuntimeError, match="403"):
+        gather_failed_nodes(Failing(objects), resource_path, ["dead"], now=NOW)
