@@ -282,7 +282,7 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
       nodes' are kept.
 
     Returns server_version, missing (the names no node has), nodes, leases, pods (slimmed),
-    preflight (_safety.failover_preflight), volumes (_safety.failover_volumes), images (the RBD
+    objects (the claims, PVs and VolumeAttachments read, slimmed), preflight (_safety.failover_preflight), volumes (_safety.failover_volumes), images (the RBD
     images of those volumes), node_addresses and listed (objects read per kind). Fed the whole
     cluster's lists, failover_preflight and failover_volumes give the same answer (unit-tested)."""
     failed = failed_set(names)
@@ -318,5 +318,7 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
     return dict(server_version=version, missing=[n for n in failed if n not in known],
                 nodes=[slim(n) for n in nodes], leases=[slim(lease) for lease in leases],
                 pods=[slim(p) for p in pods],
+                objects=dict(pvcs=[slim(c) for c in pvcs], pvs=[slim(v) for v in pvs],
+                             volumeattachments=[slim(va) for va in vas]),
                 preflight=failover_preflight(failed, nodes, leases, lease_grace, force, now),
                 volumes=joined, images=images, node_addresses=addresses_by_node(nodes), listed=listed)

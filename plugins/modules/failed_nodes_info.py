@@ -163,6 +163,23 @@ pods:
   returned: success
   type: list
   elements: dict
+objects:
+  description: The other objects read for RV(volumes) (empty lists when O(volumes=false)).
+  returned: success
+  type: dict
+  contains:
+    pvcs:
+      description: The claims of the pods on the named nodes.
+      type: list
+      elements: dict
+    pvs:
+      description: The PersistentVolumes of those claims and of the nodes' VolumeAttachments.
+      type: list
+      elements: dict
+    volumeattachments:
+      description: The VolumeAttachments of the named nodes.
+      type: list
+      elements: dict
 listed:
   description: How many objects of each kind were read.
   returned: success

@@ -426,6 +426,8 @@ def test_the_failover_reads_grow_with_the_failed_node_not_with_the_cluster():
         # The dead node's 40 pods, their 40 claims and 40 PVs, read by name; every attachment listed.
         assert (got["listed"]["pods"], got["listed"]["pvcs"], got["listed"]["pvs"]) == (40, 40, 40)
         assert len(got["volumes"]) == 40 and len(got["images"]) == 40
+        # what is returned does not grow with the cluster: the dead node's attachments, claims and PVs
+        assert [len(got["objects"][k]) for k in ("volumeattachments", "pvcs", "pvs")] == [40, 40, 40]
         assert all(v["nodes"] == ["dead"] and v["rbd"] for v in got["volumes"])
         assert all("images" not in n["status"] and "managedFields" not in n["metadata"] for n in got["nodes"])
     (small_got, small_api), (big_got, big_api) = answers
@@ -452,8 +454,8 @@ def test_a_recovery_reads_only_nodes_and_leases():
     objects["leases"] = [lease("dead", NEW)]
     api = FakeApi(objects)
     got = gather_failed_nodes(api, resource_path, ["dead"], volumes=False, now=NOW)
-    assert set(r[1] for r in api.requests) == {"/version", "/api/v1/nodes",
-                                                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"}
+    leases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+    assert set(r[1] for r in api.requests) == {"/version", "/api/v1/nodes", leases}
     assert got["volumes"] == [] and got["pods"] == [] and len(got["leases"]) == 1
     assert "renewed its Lease" in got["preflight"]["refused"]
 
