@@ -29,12 +29,13 @@ def _groups():
 
 
 def _tasks(items):
+    """The tasks of a play, those inside blocks included."""
+    out = []
     for task in items or []:
         for key in ('block', 'rescue', 'always'):
-            if key in task:
-                for inner in _tasks(task[key]):
-                    yield inner
-        yield task
+            out.extend(_tasks(task.get(key)))
+        out.append(task)
+    return out
 
 
 def _playbooks():
