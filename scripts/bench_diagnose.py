@@ -26,7 +26,7 @@ Timed, from ansible-playbook's start to its end (Ansible's start-up included), a
   baseline  scripts/bench_diagnose_baseline.yml, a copy of the playbook before issue 13 (k8s_info of
             six kinds, then the filters over whole lists in Jinja), median of --baseline-runs (1 by
             default: at 2,000 workloads one run takes minutes).
-Each run's report must send every stuck pod (and no other) to node_failover as seed-000, and list
+Each run's report must send every stuck pod (and no other) to node_failover as stale-rbd-watcher, and list
 the dead node's volumes, or the bench fails. Results: .cache/bench/diagnose.json and a table. Exit status 1 when a goal is missed: the
 new diagnose at the largest size within --goal-seconds (15), and largest minus smallest within
 --growth-seconds (5).
@@ -255,7 +255,7 @@ def run_playbook(workdir, inv, playbook, report, stuck_pods):
     with open(report) as handle:
         data = json.load(handle)
     found = dict((p["pod"], p) for p in data["pods"])
-    wrong = [name for name in stuck_pods if name not in found or found[name]["incident"] != "seed-000"
+    wrong = [name for name in stuck_pods if name not in found or found[name]["incident"] != "stale-rbd-watcher"
              or (found[name]["next"] or {}).get("playbook") != "volfence.csi.node_failover"]
     if wrong or len(found) != len(stuck_pods):
         sys.exit("bench_diagnose: %s diagnosed %d pods, %d of the %d stuck pods wrongly or not at all: %s"

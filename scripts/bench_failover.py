@@ -2,7 +2,7 @@
 """Benchmark: node_failover against the manual fix, on the same lab state.
 
 Cases (each run builds a fresh incident on the running lab; `make bench` starts one):
-  seed-000     node-b dies holding one watcher; node_failover; goal: the replacement pod
+  stale-rbd-watcher     node-b dies holding one watcher; node_failover; goal: the replacement pod
                Running within 5 s of the run's start.
   volumes-N    N Deployments with a ReadWriteOnce RBD claim each on node-b (lab scenario
                node-volumes), node-b dies; N = 1, 10, 100. Baseline: the manual fix on an
@@ -122,8 +122,8 @@ def reset(cfg, kube):
 
 def build(cfg, kube, case):
     reset(cfg, kube)
-    if case["scenario"] == "seed-000":
-        state = json.loads(lab_cli("scenario", "seed-000"))
+    if case["scenario"] == "stale-rbd-watcher":
+        state = json.loads(lab_cli("scenario", "stale-rbd-watcher"))
         state.update(failed_nodes=[state["failed_node"]], stuck_pods=[state["stuck_pod"]],
                      deployments=[state["deployment"]])
     elif case["scenario"] == "node-volumes":
@@ -260,7 +260,7 @@ def top_tasks(runs, count=5):
 def cases(cfg):
     chosen = [c for c in os.environ.get("BENCH_FAILOVER_CASES", "").split(",") if c]
     rack_nodes = [n for n in cfg.nodes if n != "node-a"][:RACK_NODES]
-    out = [{"name": "seed-000", "scenario": "seed-000", "total": 1, "baseline": False}]
+    out = [{"name": "stale-rbd-watcher", "scenario": "stale-rbd-watcher", "total": 1, "baseline": False}]
     for n in (1, 10, 100):
         out.append({"name": "volumes-%d" % n, "scenario": "node-volumes", "volumes": n, "total": n, "baseline": True})
     out.append({"name": "rack-%dx%d" % (RACK_NODES, RACK_VOLUMES), "scenario": "rack", "nodes": rack_nodes,
@@ -289,8 +289,8 @@ def row(case, runs, error=None):
            "baseline_label": "the manual fix (ceph osd blocklist add, kubectl delete loops) on the same state"
            if case["baseline"] else None,
            "slowest_tasks": top_tasks(runs.get("playbook", [])), "error": error, "runs": runs}
-    if case["name"] == "seed-000":
-        out["work"] = "node_failover on seed-000: start -> replacement pod Running"
+    if case["name"] == "stale-rbd-watcher":
+        out["work"] = "node_failover on stale-rbd-watcher: start -> replacement pod Running"
         out["goal"] = "<= 5 s"
         out["met"] = playbook is not None and playbook <= 5
     elif case["scenario"] == "rack":

@@ -44,7 +44,7 @@ REQUIRED = [
     ("diagnose.json", [("diagnose.200", "diagnose at 200 workloads"),
                        ("diagnose.2000", "diagnose at 2,000 workloads"),
                        ("diagnose.growth", "diagnose growth from 200 to 2,000 workloads")]),
-    ("failover.json", [("failover.seed_000", "node_failover on seed-000: replacement Running"),
+    ("failover.json", [("failover.stale_rbd_watcher", "node_failover on stale-rbd-watcher: replacement Running"),
                        ("failover.volumes_1", "node_failover, 1 volume on the node, against the manual fix"),
                        ("failover.volumes_10", "node_failover, 10 volumes on the node, against the manual fix"),
                        ("failover.volumes_100", "node_failover, 100 volumes on the node, against the manual fix"),

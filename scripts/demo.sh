@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make demo: start the lab, reproduce the incident of seed 000, show the stuck state, fix it,
+# make demo: start the lab, reproduce the incident of stale-rbd-watcher, show the stuck state, fix it,
 # and leave nothing behind.
 #
-# Seed 000: node-b's kubelet dies but its rbd client stays alive, so the replacement pod on
+# stale-rbd-watcher: node-b's kubelet dies but its rbd client stays alive, so the replacement pod on
 # another node cannot stage the volume: ceph-csi sees a watcher that is not its own and reports
 # "rbd image <pool>/<image> is still being used".
 set -euo pipefail
@@ -24,9 +24,9 @@ export PATH="$LAB_CEPH_BIN:$PATH"  # the lab release's ceph and rbd
 node_ip() { for kv in $LAB_NODES; do if [ "${kv%%=*}" = "$1" ]; then echo "${kv#*=}"; fi; done; }
 NODE_B_IP=$(node_ip node-b)
 
-say "Seed 000: nginx with an RWO Ceph RBD volume runs on node-b; node-b's kubelet dies, its rbd client does not"
-$LAB scenario seed-000 > ".lab-$LAB_PREFIX/seed-000.json"
-json() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' ".lab-$LAB_PREFIX/seed-000.json" "$1"; }
+say "stale-rbd-watcher: nginx with an RWO Ceph RBD volume runs on node-b; node-b's kubelet dies, its rbd client does not"
+$LAB scenario stale-rbd-watcher > ".lab-$LAB_PREFIX/stale-rbd-watcher.json"
+json() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' ".lab-$LAB_PREFIX/stale-rbd-watcher.json" "$1"; }
 IMAGE=$(json image); POD=$(json stuck_pod)
 run kubectl get nodes
 run kubectl get pods -o wide

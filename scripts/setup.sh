@@ -36,7 +36,7 @@ PIP_CACHE_DIR_ANSIBLE_TEST="${HOME}/.ansible/test/cache"
 # iproute2 (network namespaces), python3-pytest, fuse3; plus
 #   python3-venv: ensurepip for /usr/bin/python3.11, which ansible-test uses as the
 #                 Ceph-node target Python (scripts/ansible_test.sh, get_pip_offline.py)
-#   bindfs:       a real FUSE filesystem for the seed 002 (FUSE mount recovery) tests
+#   bindfs:       a real FUSE filesystem for the dead-fuse-mount (FUSE mount recovery) tests
 #   shellcheck: without it ansible-test skips its "shellcheck" sanity test
 #   git:          ansible_test.sh lists files with git
 #   mmdebstrap:   builds the Debian roots of Ceph 20 and 18 (step 2b)

@@ -29,18 +29,18 @@ from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment imp
 STUCK_REASONS = ("ContainerCreating", "CreateContainerError", "CreateContainerConfigError")
 
 INCIDENTS = {
-    "seed-000": "stale RBD watcher from another node (node died, its rbd client did not)",
-    "seed-001": "VolumeAttachment stuck on another node or attachment-name collision",
-    "seed-002": "FUSE mount dead: Transport endpoint is not connected",
-    "seed-003": "in-tree rbd lock held by another node",
+    "stale-rbd-watcher": "stale RBD watcher from another node (node died, its rbd client did not)",
+    "stale-volumeattachment": "VolumeAttachment stuck on another node or attachment-name collision",
+    "dead-fuse-mount": "FUSE mount dead: Transport endpoint is not connected",
+    "stale-rbd-lock": "in-tree rbd lock held by another node",
     "unknown": "no known incident matched",
 }
 
 PLAYBOOKS = {
-    "seed-000": "node_failover.yml",
-    "seed-001": "volumeattachment_cleanup.yml",
-    "seed-002": "fuse_mount_recovery.yml",
-    "seed-003": "rbd_lock_cleanup.yml",
+    "stale-rbd-watcher": "node_failover.yml",
+    "stale-volumeattachment": "volumeattachment_cleanup.yml",
+    "dead-fuse-mount": "fuse_mount_recovery.yml",
+    "stale-rbd-lock": "rbd_lock_cleanup.yml",
 }
 
 
@@ -73,7 +73,7 @@ def node_of_ip(ip, nodes):
 
 
 def collision_affected(driver, handle, git_version):
-    """The seed 001 rule: a unique name of attachment-name shape on a cluster older than 1.24."""
+    """The stale-volumeattachment rule: a unique name of attachment-name shape on a cluster older than 1.24."""
     shape = has_attachment_name_shape(unique_volume_name(driver or "", handle or ""))
     return shape, shape and bool(collision_version_affected(parse_kube_version(git_version)))
 
@@ -141,13 +141,13 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
     def seen(fragment):
         return [m for m in messages if fragment.lower() in m.lower()]
 
-    # seed 002: a dead FUSE mount
+    # dead-fuse-mount: a dead FUSE mount
     if seen("transport endpoint is not connected"):
-        incident = "seed-002"
+        incident = "dead-fuse-mount"
         evidence += seen("transport endpoint is not connected")[:2]
         target = {"target_nodes": [node] if node else []}
 
-    # seed 000: another node's client still watches the image
+    # stale-rbd-watcher: another node's client still watches the image
     if incident == "unknown":
         for vol in volumes:
             if vol["kind"] != "rbd-csi":
@@ -159,7 +159,7 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
                 if holder != node:
                     others.append((watcher.get("address"), holder))
             if others or seen("is still being used"):
-                incident = "seed-000"
+                incident = "stale-rbd-watcher"
                 evidence += seen("is still being used")[:1]
                 evidence += ["watcher %s on %s" % (addr, holder or "an unknown host") for addr, holder in others]
                 holders = sorted(set(h for _a, h in others if h))
@@ -167,7 +167,7 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
                           "watchers": [a for a, _h in others]}
                 break
 
-    # seed 003: an in-tree lock of another node
+    # stale-rbd-lock: an in-tree lock of another node
     if incident == "unknown":
         for vol in volumes:
             if vol["kind"] != "rbd-intree":
@@ -176,13 +176,13 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
                        if lock.get("id", "").startswith("kubelet_lock_magic_")
                        and lock["id"] != "kubelet_lock_magic_" + (node or "")]
             if foreign or seen("is locked by other nodes"):
-                incident = "seed-003"
+                incident = "stale-rbd-lock"
                 evidence += seen("is locked by other nodes")[:1]
                 evidence += ["lock %s held by %s from %s" % (l["id"], l.get("locker"), l.get("address")) for l in foreign]
                 target = {"image": vol["image"], "locks": [l["id"] for l in foreign]}
                 break
 
-    # seed 001: the volume is still attached elsewhere, or its attachment name collides
+    # stale-volumeattachment: the volume is still attached elsewhere, or its attachment name collides
     if incident == "unknown":
         ready = dict((n["metadata"]["name"], node_ready(n) == "True") for n in nodes)
         for vol in volumes:
@@ -192,7 +192,7 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
                          and va.get("spec", {}).get("nodeName") != node]
             collision, affected = collision_affected(vol["driver"], vol["handle"], git_version)
             if elsewhere or seen("Multi-Attach error") or affected:
-                incident = "seed-001"
+                incident = "stale-volumeattachment"
                 evidence += seen("Multi-Attach error")[:1]
                 evidence += ["VolumeAttachment %s on %s (%s)" % (
                     va["metadata"]["name"], va["spec"].get("nodeName"),
@@ -209,9 +209,9 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
     next_step = None
     if incident in PLAYBOOKS:
         extra = {"pod_namespace": meta["namespace"], "pod_name": meta["name"]}
-        if incident == "seed-000":
+        if incident == "stale-rbd-watcher":
             extra = {"failed_node": target.get("failed_node")} if target.get("failed_node") else extra
-        elif incident == "seed-002":
+        elif incident == "dead-fuse-mount":
             extra = {"target_nodes": target.get("target_nodes")}
         next_step = {"playbook": "volfence.csi." + PLAYBOOKS[incident].replace(".yml", ""),
                      "file": "playbooks/" + PLAYBOOKS[incident], "extra_vars": extra}
@@ -231,7 +231,7 @@ def stuck_pods(pods, events, threshold=120, now=None):
     threshold seconds (is_stuck), or, whatever their phase, named by an event of a dead FUSE mount."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     stuck = [p for p in pods if is_stuck(p, now, threshold)]
-    # A Running pod whose mount died (seed 002) is stuck too, whatever its phase.
+    # A Running pod whose mount died (dead-fuse-mount) is stuck too, whatever its phase.
     fuse = set()
     for event in events:
         if FUSE_DEAD in (event.get("message") or "").lower():

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """FUSE mounts of CSI volumes under kubelet's directory, and whether their daemon is alive.
 
-Private to volfence.csi. Seed 002: when a FUSE-based CSI node plugin (s3fs, geesefs, ...)
+Private to volfence.csi. dead-fuse-mount: when a FUSE-based CSI node plugin (s3fs, geesefs, ...)
 restarts, the FUSE daemons it ran die with it and every pod mount reports
 "Transport endpoint is not connected" (ENOTCONN) until it is unmounted and mounted again.
 """

@@ -99,7 +99,7 @@ stuck:
       description: Its node (C(spec.nodeName)), or null.
       type: str
     incident:
-      description: C(seed-000) ... C(seed-003), or C(unknown) (the Ceph side may tell more).
+      description: C(stale-rbd-watcher) ... C(stale-rbd-lock), or C(unknown) (the Ceph side may tell more).
       type: str
     volumes:
       description: Its PersistentVolumes, with C(kind) (C(rbd-csi), C(rbd-intree), C(csi), C(other)) and C(image).

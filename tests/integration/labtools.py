@@ -210,7 +210,7 @@ def lab_kube(lab):
 
 
 def clear_foreign_attachments(kube, lab_driver="rbd.csi.ceph.com"):
-    """Remove VolumeAttachments of drivers that have no attacher in the lab (seed-001's csi-unity):
+    """Remove VolumeAttachments of drivers that have no attacher in the lab (stale-volumeattachment's csi-unity):
     nothing would ever drop their finalizer, and a later failover of that node would wait on them."""
     for va in kube.list("volumeattachments"):
         if va["spec"].get("attacher") != lab_driver:

@@ -39,7 +39,7 @@ import lab as labmod  # noqa: E402
 from kubeclient import ApiError, KubeClient, server_from_kubeconfig  # noqa: E402
 
 LAB_DRIVER = "rbd.csi.ceph.com"
-# A FUSE-backed (s3fs-like) CSI driver for seed 002: the lab mounts its volumes with bindfs.
+# A FUSE-backed (s3fs-like) CSI driver for dead-fuse-mount: the lab mounts its volumes with bindfs.
 FUSE_DRIVER = "ch.ctrox.csi.s3-driver"
 CSI_NAMESPACE = "ceph-csi"
 # Where ceph-csi's node plugin records the node that staged an image, value the node's IP
@@ -270,7 +270,7 @@ class NodeAgent(object):
         self.retry = {}           # pod uid -> (next attempt, delay): failed mounts back off
         self.checker = WatcherCheck(cfg, node)
 
-    # --- FUSE CSI volumes (seed 002)
+    # --- FUSE CSI volumes (dead-fuse-mount)
     def fuse_mount_path(self, pod, pv):
         return os.path.join(self.kubelet_dir, "pods", pod["metadata"]["uid"], "volumes", "kubernetes.io~csi",
                             pv["metadata"]["name"], "mount")
@@ -496,7 +496,7 @@ class NodeAgent(object):
                     subprocess.run(["umount", path], check=False, timeout=20)
 
     def probe_fuse(self, pod, fuse):
-        """The liveness probe of seed 002 (`ls` of the mount) fails once the FUSE daemon is gone."""
+        """The liveness probe of dead-fuse-mount (`ls` of the mount) fails once the FUSE daemon is gone."""
         for pv in fuse:
             path = self.fuse_mount_path(pod, pv)
             if mount_state(path) == "dead":

@@ -565,7 +565,7 @@ def stop(cfg, name):
 
 
 def kubelet_dir(cfg, node):
-    """The node's kubelet root: FUSE CSI volumes (seed 002) are mounted under it."""
+    """The node's kubelet root: FUSE CSI volumes (dead-fuse-mount) are mounted under it."""
     return os.path.join(cfg.dir, "nodes", node, "kubelet")
 
 
@@ -634,7 +634,7 @@ def load_crds():
 
 
 def kill_node(cfg, node):
-    """The kubelet dies; the node's Ceph clients stay alive (seed 000)."""
+    """The kubelet dies; the node's Ceph clients stay alive (stale-rbd-watcher)."""
     if node not in cfg.nodes:
         raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
     if not stop(cfg, "agent-" + node):

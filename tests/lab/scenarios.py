@@ -1,20 +1,24 @@
-"""Incident scenarios: the Kubernetes and Ceph state of each seed, built on the running lab.
+"""Incident scenarios: the Kubernetes and Ceph state of each incident, built on the running lab.
 
-  seed-000  node-b dies holding a watcher; the replacement pod is stuck on node-a with
+  stale-rbd-watcher
+            node-b dies holding a watcher; the replacement pod is stuck on node-a with
             ceph-csi's "rbd image <pool>/<image> is still being used".
-  seed-001  a VolumeAttachment of a volume whose unique name <driver>^<handle> is 68 characters
+  stale-volumeattachment
+            a VolumeAttachment of a volume whose unique name <driver>^<handle> is 68 characters
             and starts with "csi-" (the pre-1.24 detach name collision).
-  seed-002  an s3fs-like FUSE CSI volume on node-b whose FUSE daemon dies with a node-plugin
+  dead-fuse-mount
+            an s3fs-like FUSE CSI volume on node-b whose FUSE daemon dies with a node-plugin
             restart: the pod's mount gives "Transport endpoint is not connected".
-  seed-003  an in-tree rbd PV whose image carries kubelet_lock_magic_node-b, held from node-b;
+  stale-rbd-lock
+            an in-tree rbd PV whose image carries kubelet_lock_magic_node-b, held from node-b;
             the pod on node-a is stuck with "rbd: image X is locked by other nodes".
-  seed-000-mixed
-            seed-000 on a node that also has volumes the collection cannot fence: a block volume
+  stale-rbd-watcher-mixed
+            stale-rbd-watcher on a node that also has volumes the collection cannot fence: a block volume
             of another CSI driver (ebs.csi.aws.com-like, attached by the lab's attacher, never
             detached: its attacher is not in the lab), an in-tree NFS volume, and a
             VolumeAttachment whose PersistentVolume does not exist.
   node-volumes
-            seed-000 with N volumes: N one-replica Deployments, each with a ReadWriteOnce claim
+            stale-rbd-watcher with N volumes: N one-replica Deployments, each with a ReadWriteOnce claim
             on its own RBD image, all running on one node (--node, default node-b; --volumes,
             default 10); the node dies holding every watcher; every replacement pod is stuck.
   rack      node-volumes on several nodes at once (--nodes, default every node but the
@@ -109,7 +113,7 @@ def rbd_volume(cfg, kube, claim, csi=True, labels=None):
 
 
 def deployment(kube, name, claim, prefer_node, labels=None):
-    """seed 000's nginx Deployment, first placed on prefer_node."""
+    """stale-rbd-watcher's nginx Deployment, first placed on prefer_node."""
     kube.create("deployments", {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(labels or {}, app=name),
@@ -139,7 +143,7 @@ def stuck_events(kube, pod_name, fragment):
             if fragment in e.get("message", "")]
 
 
-def seed_000(cfg, failed="node-b", app="nginx", before_kill=None):
+def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
     kube = labmod.kube_client(cfg)
     base_objects(kube)
     claim = "pvc-test" if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None \
@@ -162,7 +166,7 @@ def seed_000(cfg, failed="node-b", app="nginx", before_kill=None):
     pod, event = wait("the replacement pod to be stuck", stuck, timeout=90)
     watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
     return dict(extra, **{
-        "scenario": "seed-000", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
+        "scenario": "stale-rbd-watcher", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
         "image": image, "failed_node": failed, "failed_node_ip": cfg.node_ip(failed),
         "old_pod": first["metadata"]["name"], "stuck_pod": pod["metadata"]["name"],
         "stuck_node": pod["spec"]["nodeName"], "event": event["message"],
@@ -194,7 +198,7 @@ def bound_volume(kube, claim, source, access="ReadWriteOnce", storage_class=""):
 
 
 def other_volumes_on(cfg, kube, node):
-    """On `node`, beside seed-000's RBD pod: a pod with an EBS-like CSI block volume (attached), a
+    """On `node`, beside stale-rbd-watcher's RBD pod: a pod with an EBS-like CSI block volume (attached), a
     pod with an in-tree NFS volume (nothing to attach), and a VolumeAttachment of a PV that does
     not exist (left behind by a deleted volume)."""
     suffix = uuid.uuid4().hex[:5]
@@ -231,14 +235,14 @@ def other_volumes_on(cfg, kube, node):
             "deployments": [block_app, nfs_app]}
 
 
-def seed_000_mixed(cfg, failed="node-b"):
-    state = seed_000(cfg, failed, before_kill=lambda kube, node: other_volumes_on(cfg, kube, node))
-    state["scenario"] = "seed-000-mixed"
+def stale_rbd_watcher_mixed(cfg, failed="node-b"):
+    state = stale_rbd_watcher(cfg, failed, before_kill=lambda kube, node: other_volumes_on(cfg, kube, node))
+    state["scenario"] = "stale-rbd-watcher-mixed"
     state["deployments"] = [state["deployment"]] + state["deployments"]
     return state
 
 
-def seed_003(cfg, holder="node-b", app="index-api"):
+def stale_rbd_lock(cfg, holder="node-b", app="index-api"):
     kube = labmod.kube_client(cfg)
     base_objects(kube)
     claim = app + "-pv-claim-" + uuid.uuid4().hex[:5]
@@ -256,13 +260,13 @@ def seed_003(cfg, holder="node-b", app="index-api"):
                 return pod, events[0]
         return None
     pod, event = wait("the pod to be stuck on the lock", stuck, timeout=60)
-    return {"scenario": "seed-003", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
+    return {"scenario": "stale-rbd-lock", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
             "image": image, "lock_id": "kubelet_lock_magic_" + holder, "locker": "client.%d" % held["instance_id"],
             "locker_address": held["address"], "lock_node": holder, "stuck_pod": pod["metadata"]["name"],
             "stuck_node": pod["spec"]["nodeName"], "event": event["message"]}
 
 
-def seed_001(cfg, node="node-b"):
+def stale_volumeattachment(cfg, node="node-b"):
     """A csi-unity style volume whose unique name looks like an attachment name."""
     kube = labmod.kube_client(cfg)
     driver = "csi-unity.dellemc.com"
@@ -306,7 +310,7 @@ def seed_001(cfg, node="node-b"):
                 return pod, events[0]
         return None
     pod, event = wait("the pod to be stuck on the old attachment", stuck, timeout=30)
-    return {"scenario": "seed-001", "driver": driver, "volume_handle": handle, "unique_name": unique,
+    return {"scenario": "stale-volumeattachment", "driver": driver, "volume_handle": handle, "unique_name": unique,
             "unique_name_length": len(unique), "pv": pv_name, "pvc": claim, "volumeattachment": name,
             "node": node, "deployment": app, "stuck_pod": pod["metadata"]["name"],
             "stuck_node": pod["spec"]["nodeName"], "event": event["message"]}
@@ -330,7 +334,7 @@ def restart_fuse_plugin(cfg, node):
     return killed
 
 
-def seed_002(cfg, node="node-c", app="csi-s3-test-nginx"):
+def dead_fuse_mount(cfg, node="node-c", app="csi-s3-test-nginx"):
     kube = labmod.kube_client(cfg)
     suffix = uuid.uuid4().hex[:5]
     claim, name = "csi-s3-pvc-" + suffix, app + "-" + suffix
@@ -372,14 +376,15 @@ def seed_002(cfg, node="node-c", app="csi-s3-test-nginx"):
     killed = restart_fuse_plugin(cfg, node)
     event = wait("the liveness probe to fail",
                  lambda: stuck_events(kube, pod["metadata"]["name"], "Transport endpoint is not connected"))[0]
-    return {"scenario": "seed-002", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
+    return {"scenario": "dead-fuse-mount", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
             "driver": FUSE_DRIVER, "node": node, "pod": pod["metadata"]["name"], "pod_uid": pod["metadata"]["uid"],
             "kubelet_dir": labmod.kubelet_dir(cfg, node), "mount": mount, "killed_daemons": len(killed),
             "event": event["message"]}
 
 
-SCENARIOS = {"seed-000": seed_000, "seed-000-mixed": seed_000_mixed, "seed-001": seed_001, "seed-002": seed_002,
-             "seed-003": seed_003}
+SCENARIOS = {"stale-rbd-watcher": stale_rbd_watcher, "stale-rbd-watcher-mixed": stale_rbd_watcher_mixed,
+             "stale-volumeattachment": stale_volumeattachment, "dead-fuse-mount": dead_fuse_mount,
+             "stale-rbd-lock": stale_rbd_lock}
 
 
 # ----------------------------------------------------------------------------- many volumes

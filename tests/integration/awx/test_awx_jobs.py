@@ -59,16 +59,16 @@ def out_of_service(kube, node):
 
 
 @pytest.fixture
-def seed_000(clean_lab, kube, incident):
-    yield clean_lab, incident("seed-000"), kube
+def stale_rbd_watcher(clean_lab, kube, incident):
+    yield clean_lab, incident("stale-rbd-watcher"), kube
     for fence in kube.list("networkfences") if kube.find("customresourcedefinitions", "networkfences.csiaddons.openshift.io") else []:
         kube.delete("networkfences", fence["metadata"]["name"])
 
 
-def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(seed_000, lab_inventory, tmp_path):
+def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(stale_rbd_watcher, lab_inventory, tmp_path):
     """The workflow docs/awx.md describes: diagnose, then node_failover of what it names, then
     node_recover once the node is back; each job re-launched with the same answers."""
-    lab, state, kube = seed_000
+    lab, state, kube = stale_rbd_watcher
 
     # diagnose: its artifacts name the next job and its answers.
     answers = survey_answers("diagnose", stuck_threshold_seconds=1)
@@ -77,7 +77,7 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(seed_000, lab_inve
     report = assert_report_travels(diagnose, "volfence_diagnose_report", "Diagnose | print the report")
     stuck = [p for p in diagnose.artifacts["volfence_diagnosis"] if p["pod"] == state["stuck_pod"]]
     assert [(p["incident"], p["next"]["file"], p["next"]["extra_vars"]) for p in stuck] == [
-        ("seed-000", "playbooks/node_failover.yml", {"failed_node": "node-b"})]
+        ("stale-rbd-watcher", "playbooks/node_failover.yml", {"failed_node": "node-b"})]
     assert report["pods"] == diagnose.artifacts["volfence_diagnosis"]
     assert_no_op(launch(str(tmp_path / "diagnose-again"), lab_inventory, "diagnose", answers))
 
@@ -152,10 +152,10 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(seed_000, lab_inve
     assert report["blocklist_removed"] == [] and report["taint_removed"] is False
 
 
-def test_networkfence_failover_as_an_awx_job_and_relaunch(seed_000, lab_inventory, tmp_path):
+def test_networkfence_failover_as_an_awx_job_and_relaunch(stale_rbd_watcher, lab_inventory, tmp_path):
     """fence_method networkfence: the NetworkFence is created Fenced and the node records it; the
     re-launch finds the fence Fenced and the record as it was, and changes nothing."""
-    lab, state, kube = seed_000
+    lab, state, kube = stale_rbd_watcher
     answers = survey_answers("node_failover", failed_node="node-b", fence_method="networkfence", lease_grace_seconds=3)
     # the driver's secret and cluster ID are the template's extra variables: fixed per cluster
     extravars = dict(FAST, networkfence_secret={"name": "csi-rbd-secret", "namespace": "ceph-csi"},
@@ -184,9 +184,9 @@ def rbd_locks(lab, image):
 
 
 def test_rbd_lock_cleanup_as_an_awx_job_and_relaunch(clean_lab, kube, incident, lab_inventory, tmp_path):
-    """seed-003: node-b died holding an in-tree lock; the job fences the locker and breaks the lock,
+    """stale-rbd-lock: node-b died holding an in-tree lock; the job fences the locker and breaks the lock,
     and its re-launch follows the pod it replaced and does nothing."""
-    lab, state = clean_lab, incident("seed-003")
+    lab, state = clean_lab, incident("stale-rbd-lock")
     lab.lab("kill-node", "node-b")
     assert wait_until(lambda: node_down(kube, "node-b"), timeout=30)
     answers = survey_answers("rbd_lock_cleanup", pod_namespace="default", pod_name=state["stuck_pod"])
@@ -214,9 +214,9 @@ def test_rbd_lock_cleanup_as_an_awx_job_and_relaunch(clean_lab, kube, incident, 
 
 
 def test_volumeattachment_cleanup_as_an_awx_job_and_relaunch(kube, incident, lab_inventory, tmp_path):
-    """seed-001: a stale VolumeAttachment keeps the volume from attaching; the job removes it and
+    """stale-volumeattachment: a stale VolumeAttachment keeps the volume from attaching; the job removes it and
     restarts the pod, and its re-launch follows the pod it replaced and does nothing."""
-    state = incident("seed-001")
+    state = incident("stale-volumeattachment")
     # the lab runs no csi-unity attacher that would drop the attachment's finalizer
     answers = survey_answers("volumeattachment_cleanup", pod_namespace="default", pod_name=state["stuck_pod"],
                              force_detach="true")
@@ -242,9 +242,9 @@ def test_volumeattachment_cleanup_as_an_awx_job_and_relaunch(kube, incident, lab
 
 
 def test_fuse_mount_recovery_as_an_awx_job_and_relaunch(kube, incident, lab_inventory, tmp_path):
-    """seed-002: a FUSE CSI plugin restarted under a pod; the job unmounts the dead mount and restarts
+    """dead-fuse-mount: a FUSE CSI plugin restarted under a pod; the job unmounts the dead mount and restarts
     the pod, and its re-launch finds nothing dead and does nothing."""
-    state = incident("seed-002")
+    state = incident("dead-fuse-mount")
     answers = survey_answers("fuse_mount_recovery", target_nodes=state["node"], fuse_drivers=state["driver"])
     extravars = dict(FAST, **answers)
     job = launch(str(tmp_path / "recovery"), lab_inventory, "fuse_mount_recovery", extravars)

@@ -4,8 +4,8 @@ A plain module with its own name (not conftest): several conftest.py files exist
 tests/integration and pytest would hand a test the wrong one.
 
 BatteryLab builds, once, a lab state that gives destructive invocations something to destroy:
-  - seed-003: an in-tree RBD image carrying kubelet_lock_magic_node-b, held from node-b
-  - seed-000: node-b dead with its RBD watcher alive, the replacement pod stuck on another node
+  - stale-rbd-lock: an in-tree RBD image carrying kubelet_lock_magic_node-b, held from node-b
+  - stale-rbd-watcher: node-b dead with its RBD watcher alive, the replacement pod stuck on another node
   - ceph-csi's ceph-csi-config ConfigMap listing the lab's monitor under clusterID "lab"
   - an Unfenced NetworkFence of node-c (volfence-node-c)
   - two blocklist entries that are no node's: an address and a range
@@ -105,8 +105,8 @@ class BatteryLab(object):
         self.lab = lab
         self.kube = lab_kube(lab)
         self.tmp = tmp_dir
-        self.seed000 = None
-        self.seed003 = None
+        self.stale_rbd_watcher = None
+        self.stale_rbd_lock = None
         self.baseline = None
         self.rebuilds = 0
         self._mirror = None
@@ -120,8 +120,8 @@ class BatteryLab(object):
         lab.release()
         for node in lab.nodes:
             lab.lab("revive-node", node)
-        self.seed003 = json.loads(lab.lab("scenario", "seed-003"))
-        self.seed000 = json.loads(lab.lab("scenario", "seed-000"))
+        self.stale_rbd_lock = json.loads(lab.lab("scenario", "stale-rbd-lock"))
+        self.stale_rbd_watcher = json.loads(lab.lab("scenario", "stale-rbd-watcher"))
         monitor = lab.env.get("CEPH_MON_HOST") or lab_subnet(lab) + ".1"
         self._apply_configmap(monitor)
         self._apply_decoy_fence()
@@ -132,7 +132,7 @@ class BatteryLab(object):
 
     def teardown(self):
         kube = self.kube
-        for state in (self.seed000, self.seed003):
+        for state in (self.stale_rbd_watcher, self.stale_rbd_lock):
             if state and state.get("deployment"):
                 kube.delete("deployments", state["deployment"], "default")
         clear_foreign_attachments(kube)
@@ -181,7 +181,7 @@ class BatteryLab(object):
     # ------------------------------------------------------------------ tokens of the case files
 
     def tokens(self):
-        lab, s0, s3 = self.lab, self.seed000, self.seed003
+        lab, s0, s3 = self.lab, self.stale_rbd_watcher, self.stale_rbd_lock
         subnet = lab_subnet(lab)
         vas = [va["metadata"]["name"] for va in self.kube.list("volumeattachments")
                if va["spec"].get("source", {}).get("persistentVolumeName") == s0["pv"]]

@@ -28,9 +28,9 @@ def backend(request):
     return request.param
 
 
-# ----------------------------------------------------------------------------- seed 000
+# ----------------------------------------------------------------------------- stale-rbd-watcher
 
-def test_seed_000_fencing_node_b_drops_its_watcher_and_keeps_node_c(clean_lab, lab_inventory, backend):
+def test_stale_rbd_watcher_fencing_node_b_drops_its_watcher_and_keeps_node_c(clean_lab, lab_inventory, backend):
     lab = clean_lab
     host, name = backend
     image_b, image_c = lab.new_image("s000b"), lab.new_image("s000c")
@@ -78,9 +78,9 @@ def test_seed_000_fencing_node_b_drops_its_watcher_and_keeps_node_c(clean_lab, l
     assert lifted["changed"] and blocklist(lab) == []
 
 
-# ----------------------------------------------------------------------------- seed 003
+# ----------------------------------------------------------------------------- stale-rbd-lock
 
-def test_seed_003_kubelet_lock_is_broken_after_fencing_and_node_a_can_lock(clean_lab, lab_inventory, backend):
+def test_stale_rbd_lock_kubelet_lock_is_broken_after_fencing_and_node_a_can_lock(clean_lab, lab_inventory, backend):
     lab = clean_lab
     host, name = backend
     image = lab.new_image("s003")

@@ -1,4 +1,4 @@
-"""Seed 002 on a real FUSE mount: bindfs stands in for s3fs; killing it leaves
+"""dead-fuse-mount on a real FUSE mount: bindfs stands in for s3fs; killing it leaves
 "Transport endpoint is not connected" mounts under a temporary kubelet directory."""
 
 import json

@@ -73,8 +73,8 @@ def blocklisted(lab, ip):
     return any(line.split()[0] == ip + ":0/0" for line in out.splitlines() if line.strip())
 
 
-def test_seed_001_collision_reported_and_attachment_removed(scenario, lab_kube, lab_admin, lab_ansible):
-    state = scenario("seed-001")
+def test_stale_volumeattachment_collision_reported_and_attachment_removed(scenario, lab_kube, lab_admin, lab_ansible):
+    state = scenario("stale-volumeattachment")
     original = lab_admin.version()["gitVersion"]
     try:
         lab_admin.version("v1.23.5")
@@ -98,13 +98,13 @@ def test_seed_001_collision_reported_and_attachment_removed(scenario, lab_kube, 
         lab_admin.version(original)
 
 
-def test_seed_000_stale_attachment_then_fence_unsticks_the_pod(scenario, lab, lab_kube, lab_ansible):
+def test_stale_rbd_watcher_stale_attachment_then_fence_unsticks_the_pod(scenario, lab, lab_kube, lab_ansible):
     """node-b's kubelet dies with its rbd client alive. While the control plane has not yet force-detached,
     node-b's attachment is stale (node NotReady). The replacement pod then hangs in ContainerCreating on
     node-a until node-b is fenced: a NetworkFence for node-b's /32, which the lab's CSI-Addons stand-in
     turns into a blocklist entry on the real Ceph cluster."""
     built = {}
-    thread = threading.Thread(target=lambda: built.update(scenario("seed-000")))
+    thread = threading.Thread(target=lambda: built.update(scenario("stale-rbd-watcher")))
     thread.start()
     seen = []
     deadline = time.time() + 90
@@ -114,7 +114,7 @@ def test_seed_000_stale_attachment_then_fence_unsticks_the_pod(scenario, lab, la
         seen = [v for v in info["volumeattachments"] if "node_not_ready" in v["stale_reasons"]]
         time.sleep(0.2)
     thread.join(120)
-    assert built, "the seed-000 scenario did not complete"
+    assert built, "the stale-rbd-watcher scenario did not complete"
     assert seen, "node-b's attachment was never seen stale while node-b was NotReady"
     assert seen[0]["persistent_volume"] == built["pv"] and seen[0]["attacher"] == LAB_DRIVER
     assert seen[0]["node_ready"] in ("Unknown", "False")
@@ -146,7 +146,7 @@ def test_seed_000_stale_attachment_then_fence_unsticks_the_pod(scenario, lab, la
     assert blocklisted(lab, node_b_ip)
     running = wait_until(lambda: pod_phase(lab_kube, built["stuck_pod"]) == "Running", timeout=30)
     assert running, "pod still %s after the fence" % pod_phase(lab_kube, built["stuck_pod"])
-    print("\nseed-000: fence applied and pod Running %.1f s after the networkfence call started"
+    print("\nstale-rbd-watcher: fence applied and pod Running %.1f s after the networkfence call started"
           % (time.time() - started))
 
     again = lab_ansible.run("networkfence", fence)

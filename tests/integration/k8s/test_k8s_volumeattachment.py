@@ -115,7 +115,7 @@ def test_without_force_a_stuck_deletion_fails_with_its_reason(ansible, kube, wor
 
 
 def test_collision_on_an_affected_version(ansible, kube, emu, label, cleanup):
-    """seed 001's shape: <driver>^<handle> of 68 characters starting with csi-, on v1.23.5 and v1.30.2."""
+    """stale-volumeattachment's shape: <driver>^<handle> of 68 characters starting with csi-, on v1.23.5 and v1.30.2."""
     b = Builder(kube, label, cleanup)
     node = b.node("vft-%s-u" % label, "198.51.100.21")
     handle = ("csiunity-%s-iSCSI-APM0012345678-sv_42" % label)

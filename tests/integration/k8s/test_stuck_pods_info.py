@@ -141,8 +141,8 @@ def test_finds_the_stuck_pods_among_healthy_ones_with_selectors_and_pages(ansibl
     assert result["_rc"] == 0 and not result["changed"], result
     stuck = dict((d["pod"], d) for d in result["stuck"])
     assert sorted(stuck) == ["fuse", "new"]
-    assert stuck["new"]["incident"] == "seed-000" and stuck["new"]["node"] == world["a"]
-    assert stuck["fuse"]["incident"] == "seed-002"
+    assert stuck["new"]["incident"] == "stale-rbd-watcher" and stuck["new"]["node"] == world["a"]
+    assert stuck["fuse"]["incident"] == "dead-fuse-mount"
     assert result["images"] == {"rbd_csi": [world["image"]], "rbd_intree": []}
     assert result["node_addresses"][world["b"]] == ["198.51.100.22"]
     (down,) = [n for n in result["nodes_not_ready"] if n["node"] == world["b"]]

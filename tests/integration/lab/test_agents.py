@@ -140,6 +140,6 @@ def test_rack_scenario_nodes_die_together(many, kube):
 
 def test_scenario_options_are_checked(lab):
     with pytest.raises(AssertionError, match="takes no --volumes"):
-        lab.lab("scenario", "seed-001", "--volumes", "3")
+        lab.lab("scenario", "stale-volumeattachment", "--volumes", "3")
     with pytest.raises(AssertionError, match="no node would be left"):
         lab.lab("scenario", "rack", "--nodes", ",".join(lab.nodes), "--volumes", "1")

@@ -59,8 +59,8 @@ def pod(kube, name):
     return kube.find("pods", name, "default")
 
 
-def test_seed_000_stuck_state_comes_from_the_real_watcher(scenario, kube, lab):
-    state = scenario("seed-000")
+def test_stale_rbd_watcher_stuck_state_comes_from_the_real_watcher(scenario, kube, lab):
+    state = scenario("stale-rbd-watcher")
     assert state["stuck_node"] != "node-b"
     assert "rbd image %s is still being used" % state["image"] in state["event"]
     assert [w.split(":")[0] for w in state["watchers"]] == [lab.nodes["node-b"]]
@@ -78,8 +78,8 @@ def test_seed_000_stuck_state_comes_from_the_real_watcher(scenario, kube, lab):
     assert pod(kube, state["stuck_pod"])["status"]["phase"] == "Pending"
 
 
-def test_seed_000_blocklisting_node_b_runs_the_pod_within_10s(scenario, kube, lab):
-    state = scenario("seed-000")
+def test_stale_rbd_watcher_blocklisting_node_b_runs_the_pod_within_10s(scenario, kube, lab):
+    state = scenario("stale-rbd-watcher")
     started = time.time()
     lab.ceph("osd", "blocklist", "add", lab.nodes["node-b"])
     running = wait_until(lambda: pod(kube, state["stuck_pod"])["status"]["phase"] == "Running", timeout=10)
@@ -91,12 +91,12 @@ def test_seed_000_blocklisting_node_b_runs_the_pod_within_10s(scenario, kube, la
     assert [w["address"].split(":")[0] for w in watchers] == [lab.nodes[state["stuck_node"]]]
 
 
-def test_seed_000_mixed_the_other_volumes_stay_on_the_dead_node(scenario, kube, lab):
-    """Issue 17's lab state: beside seed-000, node-b holds an EBS-like CSI volume (attached by the
+def test_stale_rbd_watcher_mixed_the_other_volumes_stay_on_the_dead_node(scenario, kube, lab):
+    """Issue 17's lab state: beside stale-rbd-watcher, node-b holds an EBS-like CSI volume (attached by the
     lab's attach controller, which never detaches another driver's volume), an in-tree NFS volume
     and an attachment of a PV that does not exist; the EBS-like workload's replacement is stuck on
     the Multi-Attach error, the NFS one runs elsewhere."""
-    state = scenario("seed-000-mixed")
+    state = scenario("stale-rbd-watcher-mixed")
     assert "rbd image %s is still being used" % state["image"] in state["event"]
     other, nfs, orphan = state["other"], state["nfs"], state["orphan"]
     attached = kube.get("volumeattachments", other["volumeattachment"])
@@ -121,8 +121,8 @@ def test_seed_000_mixed_the_other_volumes_stay_on_the_dead_node(scenario, kube, 
     assert kube.get("volumeattachments", other["volumeattachment"])["spec"]["nodeName"] == "node-b"
 
 
-def test_seed_003_lock_from_other_node_blocks_until_broken(scenario, kube, lab):
-    state = scenario("seed-003")
+def test_stale_rbd_lock_lock_from_other_node_blocks_until_broken(scenario, kube, lab):
+    state = scenario("stale-rbd-lock")
     assert "rbd: image %s is locked by other nodes" % state["image"].split("/")[-1] in state["event"]
     locks = json.loads(lab.rbd("lock", "ls", state["image"], "--format", "json"))
     assert [(l["id"], l["address"].split(":")[0]) for l in locks] == [("kubelet_lock_magic_node-b", lab.nodes["node-b"])]
@@ -134,8 +134,8 @@ def test_seed_003_lock_from_other_node_blocks_until_broken(scenario, kube, lab):
     assert [l["id"] for l in locks] == ["kubelet_lock_magic_%s" % state["stuck_node"]]
 
 
-def test_seed_001_attachment_name_collision_shape(scenario, kube):
-    state = scenario("seed-001")
+def test_stale_volumeattachment_attachment_name_collision_shape(scenario, kube):
+    state = scenario("stale-volumeattachment")
     assert state["unique_name_length"] == 68 and state["unique_name"].startswith("csi-")
     va = kube.get("volumeattachments", state["volumeattachment"])
     assert va["spec"]["nodeName"] == state["node"] and va["status"]["attached"] is True
@@ -199,8 +199,8 @@ def test_csi_addons_stand_in_fences_and_unfences(clean_lab, kube):
     assert wait_until(lambda: kube.find("networkfences", "lab-fence-node-c") is None, timeout=10)
 
 
-def test_seed_002_dead_fuse_mount_blocks_teardown_until_unmounted(scenario, kube, lab):
-    state = scenario("seed-002")
+def test_dead_fuse_mount_dead_fuse_mount_blocks_teardown_until_unmounted(scenario, kube, lab):
+    state = scenario("dead-fuse-mount")
     assert "Transport endpoint is not connected" in state["event"] and state["killed_daemons"] == 1
     with pytest.raises(OSError) as err:
         os.stat(state["mount"])

@@ -17,7 +17,7 @@ def incidents(lab):
     for node in lab.nodes:
         lab.lab("revive-node", node)
     lab.unblock_all()
-    built = dict((name, json.loads(lab.lab("scenario", name))) for name in ("seed-000", "seed-001", "seed-002", "seed-003"))
+    built = dict((name, json.loads(lab.lab("scenario", name))) for name in ("stale-rbd-watcher", "stale-volumeattachment", "dead-fuse-mount", "stale-rbd-lock"))
     yield built
     from kubeclient import KubeClient, server_from_kubeconfig
     kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
@@ -42,10 +42,10 @@ def test_diagnose_classifies_every_seed_and_writes_a_report(incidents, lab, lab_
     data = json.loads(report.read_text())
     by_pod = dict((p["pod"], p) for p in data["pods"])
     expected = {
-        incidents["seed-000"]["stuck_pod"]: ("seed-000", "playbooks/node_failover.yml", {"failed_node": "node-b"}),
-        incidents["seed-001"]["stuck_pod"]: ("seed-001", "playbooks/volumeattachment_cleanup.yml", None),
-        incidents["seed-002"]["pod"]: ("seed-002", "playbooks/fuse_mount_recovery.yml", None),
-        incidents["seed-003"]["stuck_pod"]: ("seed-003", "playbooks/rbd_lock_cleanup.yml", None),
+        incidents["stale-rbd-watcher"]["stuck_pod"]: ("stale-rbd-watcher", "playbooks/node_failover.yml", {"failed_node": "node-b"}),
+        incidents["stale-volumeattachment"]["stuck_pod"]: ("stale-volumeattachment", "playbooks/volumeattachment_cleanup.yml", None),
+        incidents["dead-fuse-mount"]["pod"]: ("dead-fuse-mount", "playbooks/fuse_mount_recovery.yml", None),
+        incidents["stale-rbd-lock"]["stuck_pod"]: ("stale-rbd-lock", "playbooks/rbd_lock_cleanup.yml", None),
     }
     for pod, (incident, playbook, extra) in expected.items():
         assert pod in by_pod, "%s not diagnosed; got %s" % (pod, sorted(by_pod))
@@ -53,13 +53,13 @@ def test_diagnose_classifies_every_seed_and_writes_a_report(incidents, lab, lab_
         assert by_pod[pod]["next"]["file"] == playbook
         if extra:
             assert by_pod[pod]["next"]["extra_vars"] == extra
-    watcher = incidents["seed-000"]["watchers"][0]
-    assert any(watcher in e for e in by_pod[incidents["seed-000"]["stuck_pod"]]["evidence"])
-    assert any("kubelet_lock_magic_node-b" in e for e in by_pod[incidents["seed-003"]["stuck_pod"]]["evidence"])
+    watcher = incidents["stale-rbd-watcher"]["watchers"][0]
+    assert any(watcher in e for e in by_pod[incidents["stale-rbd-watcher"]["stuck_pod"]]["evidence"])
+    assert any("kubelet_lock_magic_node-b" in e for e in by_pod[incidents["stale-rbd-lock"]["stuck_pod"]]["evidence"])
     assert data["cluster_version"].startswith("v1.")
     # The table names the playbook of each stuck pod.
     table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | print the report"][0]["msg"]
-    assert any("seed-000" in line and "failed_node=node-b" in line for line in table)
+    assert any("stale-rbd-watcher" in line and "failed_node=node-b" in line for line in table)
     # Read-only: the blocklist is as it was.
     assert blocklist_and_objects(lab) == before
 
@@ -88,7 +88,7 @@ def test_diagnose_reports_every_volume_of_a_dead_node_with_volumes_of_other_driv
     """Issue 17: node-b is down holding an RBD volume, an EBS-like CSI volume, an in-tree NFS volume
     and an attachment of a PV that does not exist. diagnose does not fail, still sends the stuck RBD
     pod to node_failover, and lists each of node-b's volumes with what node_failover would do."""
-    state = incident("seed-000-mixed")
+    state = incident("stale-rbd-watcher-mixed")
     try:
         before = blocklist_and_objects(clean_lab)
         run = run_playbook(lab_inventory, PLAYBOOK, {"stuck_threshold_seconds": 1,
@@ -96,7 +96,7 @@ def test_diagnose_reports_every_volume_of_a_dead_node_with_volumes_of_other_driv
         assert run.rc == 0, run.stdout[-3000:]
         data = json.loads((tmp_path / "r.json").read_text())
         by_pod = dict((p["pod"], p) for p in data["pods"])
-        assert by_pod[state["stuck_pod"]]["incident"] == "seed-000"
+        assert by_pod[state["stuck_pod"]]["incident"] == "stale-rbd-watcher"
         assert by_pod[state["stuck_pod"]]["next"]["extra_vars"] == {"failed_node": "node-b"}
         node_b = [n for n in data["nodes_not_ready"] if n["node"] == "node-b"][0]
         volumes = dict((v["name"], v) for v in node_b["volumes"])

@@ -1,4 +1,4 @@
-"""playbooks/fuse_mount_recovery.yml on the lab's seed-002 scenario (real bindfs FUSE mounts)."""
+"""playbooks/fuse_mount_recovery.yml on the lab's dead-fuse-mount scenario (real bindfs FUSE mounts)."""
 
 import json
 import os
@@ -11,12 +11,12 @@ PLAYBOOK = os.path.join(REPO, "playbooks", "fuse_mount_recovery.yml")
 
 
 @pytest.fixture
-def seed_002(kube, incident):
-    return incident("seed-002"), kube
+def dead_fuse_mount(kube, incident):
+    return incident("dead-fuse-mount"), kube
 
 
-def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(seed_002, lab_inventory, tmp_path):
-    state, kube = seed_002
+def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(dead_fuse_mount, lab_inventory, tmp_path):
+    state, kube = dead_fuse_mount
     extra = {"target_nodes": [state["node"]], "fuse_drivers": [state["driver"]],
              "report_path": str(tmp_path / "report.json"), "wait_timeout": 60}
 

@@ -1,4 +1,4 @@
-"""playbooks/node_failover.yml on the lab's seed-000 scenario."""
+"""playbooks/node_failover.yml on the lab's stale-rbd-watcher scenario."""
 
 import json
 import os
@@ -11,8 +11,8 @@ PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
 
 
 @pytest.fixture
-def seed_000(clean_lab, kube, incident):
-    yield clean_lab, incident("seed-000"), kube
+def stale_rbd_watcher(clean_lab, kube, incident):
+    yield clean_lab, incident("stale-rbd-watcher"), kube
     for fence in kube.list("networkfences") if kube.find("customresourcedefinitions", "networkfences.csiaddons.openshift.io") else []:
         kube.delete("networkfences", fence["metadata"]["name"])
 
@@ -26,8 +26,8 @@ def stuck_phase(kube, state):
     return pod and pod["status"].get("phase")
 
 
-def test_check_mode_changes_nothing_then_failover_and_rerun(seed_000, lab_inventory, tmp_path):
-    lab, state, kube = seed_000
+def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, lab_inventory, tmp_path):
+    lab, state, kube = stale_rbd_watcher
     extra = {"failed_node": "node-b", "lease_grace_seconds": 3, "report_path": str(tmp_path / "r.json"),
              "wait_timeout": 60}
     before = blocklist(lab)
@@ -76,8 +76,8 @@ def test_refuses_a_ready_node_and_changes_nothing(clean_lab, lab_inventory, tmp_
     assert unset.rc != 0 and "failed_node: required (the node that died)" in unset.stdout
 
 
-def test_failover_with_a_networkfence(seed_000, lab_inventory, tmp_path):
-    lab, state, kube = seed_000
+def test_failover_with_a_networkfence(stale_rbd_watcher, lab_inventory, tmp_path):
+    lab, state, kube = stale_rbd_watcher
     run = run_playbook(lab_inventory, PLAYBOOK, {
         "failed_node": "node-b", "fence_method": "networkfence", "lease_grace_seconds": 3, "wait_timeout": 60,
         "networkfence_secret": {"name": "csi-rbd-secret", "namespace": "ceph-csi"}, "networkfence_cluster_id": "lab",
@@ -93,10 +93,10 @@ def test_failover_with_a_networkfence(seed_000, lab_inventory, tmp_path):
 
 def test_I6_rbd_released_and_another_drivers_volume_left_attached(clean_lab, kube, incident, lab_inventory, tmp_path):
     """Issue 11 item 6 (I6) and issue 17's first case: node-b holds a csi-unity volume (no fence the
-    collection can set) beside the seed-000 RBD volume. The RBD pod is recovered; the other
+    collection can set) beside the stale-rbd-watcher RBD volume. The RBD pod is recovered; the other
     volume's attachment stays, and the report says why."""
-    unity = incident("seed-001")  # a csi-unity VolumeAttachment on node-b
-    state = incident("seed-000")  # then node-b dies with its RBD client alive
+    unity = incident("stale-volumeattachment")  # a csi-unity VolumeAttachment on node-b
+    state = incident("stale-rbd-watcher")  # then node-b dies with its RBD client alive
     run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3, "wait_timeout": 60,
                                                  "report_path": str(tmp_path / "r.json")})
     assert run.rc == 0, run.stdout[-3000:]
@@ -111,10 +111,10 @@ def test_I6_rbd_released_and_another_drivers_volume_left_attached(clean_lab, kub
     assert stuck_phase(kube, state) == "Running"
 
 
-def test_I6_nothing_released_when_the_watcher_is_kept(seed_000, lab_inventory, tmp_path):
+def test_I6_nothing_released_when_the_watcher_is_kept(stale_rbd_watcher, lab_inventory, tmp_path):
     """Issue 11 item 6 (I6): when the fence plan keeps node-b's watcher (here: another node lists
     node-b's address too, so it cannot be tied to one node: I1), nothing of node-b is released."""
-    lab, state, kube = seed_000
+    lab, state, kube = stale_rbd_watcher
     ip = lab.nodes["node-b"]
     node_c = kube.get("nodes", "node-c")
     addresses = node_c["status"]["addresses"]
@@ -136,19 +136,19 @@ def test_I6_nothing_released_when_the_watcher_is_kept(seed_000, lab_inventory, t
 
 
 @pytest.fixture
-def seed_000_mixed(clean_lab, kube, incident):
-    state = incident("seed-000-mixed")
+def stale_rbd_watcher_mixed(clean_lab, kube, incident):
+    state = incident("stale-rbd-watcher-mixed")
     yield clean_lab, state, kube
     for name in state["deployments"]:
         kube.delete("deployments", name, "default")
 
 
-def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(seed_000_mixed, lab_inventory, tmp_path):
-    """Issue 17: node-b holds, beside seed-000's RBD volume, a volume of another CSI driver (attached,
+def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(stale_rbd_watcher_mixed, lab_inventory, tmp_path):
+    """Issue 17: node-b holds, beside stale-rbd-watcher's RBD volume, a volume of another CSI driver (attached,
     EBS-like), an in-tree NFS volume and a VolumeAttachment of a PV that does not exist. The RBD pod
     is recovered on another node; every other volume is in the report with what was done and why,
     the other driver's attachments are untouched, and nothing makes the run fail."""
-    lab, state, kube = seed_000_mixed
+    lab, state, kube = stale_rbd_watcher_mixed
     other, nfs, orphan = state["other"], state["nfs"], state["orphan"]
     other_va = kube.get("volumeattachments", other["volumeattachment"])
     orphan_va = kube.get("volumeattachments", orphan["volumeattachment"])

@@ -1,4 +1,4 @@
-"""playbooks/node_recover.yml after node_failover on the lab's seed-000 scenario."""
+"""playbooks/node_recover.yml after node_failover on the lab's stale-rbd-watcher scenario."""
 
 import json
 import os
@@ -14,7 +14,7 @@ RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
 @pytest.fixture
 def failed_over(clean_lab, kube, incident, lab_inventory, tmp_path):
     lab = clean_lab
-    state = incident("seed-000")
+    state = incident("stale-rbd-watcher")
     report = tmp_path / "failover.json"
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                  "out_of_service_taint": True, "report_path": str(report)})
@@ -109,7 +109,7 @@ def test_I2_keeps_what_also_covers_another_dead_node(failed_over, lab_inventory,
 
 @pytest.fixture
 def mixed_failed_over(clean_lab, kube, incident, lab_inventory, tmp_path):
-    state = incident("seed-000-mixed")
+    state = incident("stale-rbd-watcher-mixed")
     report = tmp_path / "failover.json"
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                  "wait_timeout": 60, "report_path": str(report)})

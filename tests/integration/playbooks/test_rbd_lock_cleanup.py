@@ -1,4 +1,4 @@
-"""playbooks/rbd_lock_cleanup.yml on the lab's seed-003 scenario (real in-tree style locks)."""
+"""playbooks/rbd_lock_cleanup.yml on the lab's stale-rbd-lock scenario (real in-tree style locks)."""
 
 import json
 import os
@@ -11,8 +11,8 @@ PLAYBOOK = os.path.join(REPO, "playbooks", "rbd_lock_cleanup.yml")
 
 
 @pytest.fixture
-def seed_003(clean_lab, kube, incident):
-    return clean_lab, incident("seed-003"), kube
+def stale_rbd_lock(clean_lab, kube, incident):
+    return clean_lab, incident("stale-rbd-lock"), kube
 
 
 def locks(lab, image):
@@ -24,8 +24,8 @@ def node_down(kube, name):
     return [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]["status"] != "True"
 
 
-def test_check_mode_then_cleanup(seed_003, lab_inventory, tmp_path):
-    lab, state, kube = seed_003
+def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
+    lab, state, kube = stale_rbd_lock
     extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
              "wait_timeout": 60, "lease_grace_seconds": 3}
     before_locks = locks(lab, state["image"])
@@ -80,8 +80,8 @@ def test_check_mode_then_cleanup(seed_003, lab_inventory, tmp_path):
     assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == after_blocklist
 
 
-def test_a_lock_of_the_pods_own_node_is_left_alone(seed_003, lab_inventory, tmp_path):
-    lab, state, kube = seed_003
+def test_a_lock_of_the_pods_own_node_is_left_alone(stale_rbd_lock, lab_inventory, tmp_path):
+    lab, state, kube = stale_rbd_lock
     # Replace node-b's lock by one held from the stuck pod's own node: nothing is provably stale.
     lab.release("node-b")
     lab.rbd("lock", "rm", state["image"], state["lock_id"], state["locker"])

@@ -1,4 +1,4 @@
-"""playbooks/volumeattachment_cleanup.yml on the lab's seed-001 scenario."""
+"""playbooks/volumeattachment_cleanup.yml on the lab's stale-volumeattachment scenario."""
 
 import json
 import os
@@ -11,12 +11,12 @@ PLAYBOOK = os.path.join(REPO, "playbooks", "volumeattachment_cleanup.yml")
 
 
 @pytest.fixture
-def seed_001(kube, incident):
-    return incident("seed-001"), kube
+def stale_volumeattachment(kube, incident):
+    return incident("stale-volumeattachment"), kube
 
 
-def test_check_mode_then_cleanup(seed_001, lab_inventory, tmp_path):
-    state, kube = seed_001
+def test_check_mode_then_cleanup(stale_volumeattachment, lab_inventory, tmp_path):
+    state, kube = stale_volumeattachment
     extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
              "not_ready_grace": 5, "wait_timeout": 60,
              # the lab runs no csi-unity attacher that would drop its finalizer
@@ -52,7 +52,7 @@ def test_check_mode_then_cleanup(seed_001, lab_inventory, tmp_path):
 
 def test_an_attachment_in_use_is_kept(incident, lab_inventory, tmp_path):
     """A stuck pod whose volume is attached where a pod still uses it: nothing is provably stale."""
-    state = incident("seed-000")  # node-b is NotReady, but only for seconds
+    state = incident("stale-rbd-watcher")  # node-b is NotReady, but only for seconds
     run = run_playbook(lab_inventory, PLAYBOOK, {"pod_namespace": "default", "pod_name": state["stuck_pod"],
                                                  "report_path": str(tmp_path / "r.json")}, check=True)
     assert run.rc == 0, run.stdout[-3000:]

@@ -64,13 +64,13 @@ def test_is_stuck_needs_the_threshold_and_a_waiting_pod():
     assert not is_stuck(terminating, NOW, 0)
 
 
-def test_seed_000_watcher_from_the_dead_node():
+def test_stale_rbd_watcher_watcher_from_the_dead_node():
     pods = [pod("nginx-1", "node-a", "pvc-test")]
     watchers = {"rbd/csi-vol-1": [{"address": "10.0.0.12:0/3847961205", "ip": "10.0.0.12"}]}
     events = [event("nginx-1", "MountVolume.MountDevice failed ... rbd image rbd/csi-vol-1 is still being used")]
     [d] = diagnose(pods, events, [pvc("pvc-test", "pv-1")], [rbd_csi_pv("pv-1", "csi-vol-1")], [], NODES,
                    watchers=watchers, now=NOW)
-    assert d["incident"] == "seed-000"
+    assert d["incident"] == "stale-rbd-watcher"
     assert d["target"] == {"failed_node": "node-b", "watchers": ["10.0.0.12:0/3847961205"]}
     assert d["next"]["file"] == "playbooks/node_failover.yml"
     assert d["next"]["extra_vars"] == {"failed_node": "node-b"}
@@ -85,13 +85,13 @@ def test_own_watcher_is_not_an_incident():
     assert d["incident"] == "unknown" and d["next"] is None
 
 
-def test_seed_003_lock_of_another_node():
+def test_stale_rbd_lock_lock_of_another_node():
     pv = {"metadata": {"name": "index-api-pv"}, "spec": {"rbd": {"pool": "mioss", "image": "index-api-image"}}}
     locks = {"mioss/index-api-image": [{"id": "kubelet_lock_magic_node-b", "locker": "client.24128",
                                         "address": "10.0.0.12:0/1"}]}
     [d] = diagnose([pod("index-api-1", "node-a", "claim")], [], [pvc("claim", "index-api-pv")], [pv], [], NODES,
                    locks=locks, now=NOW)
-    assert d["incident"] == "seed-003"
+    assert d["incident"] == "stale-rbd-lock"
     assert d["next"]["file"] == "playbooks/rbd_lock_cleanup.yml"
     assert d["target"]["locks"] == ["kubelet_lock_magic_node-b"]
 
@@ -103,7 +103,7 @@ def test_own_intree_lock_is_not_an_incident():
     assert d["incident"] == "unknown"
 
 
-def test_seed_001_attachment_on_another_node_and_collision():
+def test_stale_volumeattachment_attachment_on_another_node_and_collision():
     driver = "csi-unity.dellemc.com"
     handle = ("csiunity-0123456789-iSCSI-APM0012345678-sv_42" + "x" * 68)[:68 - len(driver) - 1]
     assert len(driver + "^" + handle) == 68
@@ -111,7 +111,7 @@ def test_seed_001_attachment_on_another_node_and_collision():
     va = {"metadata": {"name": "csi-abc"}, "spec": {"nodeName": "node-b", "source": {"persistentVolumeName": "pv-u"}}}
     [d] = diagnose([pod("app-1", "node-a", "claim")], [], [pvc("claim", "pv-u")], [pv], [va], NODES,
                    git_version="v1.23.5", now=NOW)
-    assert d["incident"] == "seed-001"
+    assert d["incident"] == "stale-volumeattachment"
     assert d["target"] == {"pv": "pv-u", "volumeattachments": ["csi-abc"]}
     assert any("68 characters" in e and "v1.23.5 is affected" in e for e in d["evidence"])
     # On 1.24+ the shape alone is harmless: only the stuck attachment counts.
@@ -120,13 +120,13 @@ def test_seed_001_attachment_on_another_node_and_collision():
     assert fixed["incident"] == "unknown"
 
 
-def test_seed_002_dead_fuse_mount_even_when_running():
+def test_dead_fuse_mount_dead_fuse_mount_even_when_running():
     running = pod("s3-1", "node-b", "s3", reason="CreateContainerError", phase="Running")
     pv = {"metadata": {"name": "pv-s3"}, "spec": {"csi": {"driver": "ch.ctrox.csi.s3-driver", "volumeHandle": "b"}}}
     events = [event("s3-1", "Liveness probe failed: ls: cannot access '/var/lib/www/html': "
                             "Transport endpoint is not connected", reason="Unhealthy")]
     [d] = diagnose([running], events, [pvc("s3", "pv-s3")], [pv], [], NODES, now=NOW, threshold=10000)
-    assert d["incident"] == "seed-002"
+    assert d["incident"] == "dead-fuse-mount"
     assert d["next"]["extra_vars"] == {"target_nodes": ["node-b"]}
 
 

@@ -292,7 +292,7 @@ def big_cluster(workloads, stuck=40):
 def test_reads_grow_with_the_stuck_pods_not_with_the_cluster(workloads):
     objects = big_cluster(workloads)
     got, again, api = selective_way(objects, 120, page=500)
-    assert len(got["stuck"]) == 40 and all(d["incident"] == "seed-000" for d in got["stuck"])
+    assert len(got["stuck"]) == 40 and all(d["incident"] == "stale-rbd-watcher" for d in got["stuck"])
     assert again == got["stuck"]
     assert [n["node"] for n in got["nodes_not_ready"]] == ["dead"]
     # Pods: 40 stuck + 40 on the dead node; events: the 40 warnings; claims and PVs: 40 each.
@@ -330,7 +330,7 @@ def test_a_running_pod_is_read_only_when_a_warning_names_it():
                    events=[event("default", "fuse", "uid-default-fuse", "Failed",
                                  "Error: stat /mnt: transport endpoint is not connected")])
     got, _again, api = selective_way(objects, 120)
-    assert [d["pod"] for d in got["stuck"]] == ["fuse"] and got["stuck"][0]["incident"] == "seed-002"
+    assert [d["pod"] for d in got["stuck"]] == ["fuse"] and got["stuck"][0]["incident"] == "dead-fuse-mount"
     assert ("GET", "/api/v1/namespaces/default/pods/fuse", None) in api.requests
     assert not any("fine" in r[1] for r in api.requests)
 

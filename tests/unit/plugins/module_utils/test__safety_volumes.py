@@ -59,7 +59,7 @@ def va(name, node_name='node-b', pv_name=None, attacher='ebs.csi.aws.com', inlin
 
 
 def mixed_node():
-    """node-b's objects: what seed-000-mixed builds on the lab, and more."""
+    """node-b's objects: what stale-rbd-watcher-mixed builds on the lab, and more."""
     pods = [
         pod('rbd-pod', claim_volume('rbd-claim'), owned=True),
         pod('ebs-pod', claim_volume('ebs-claim'), owned=True),

@@ -35,7 +35,7 @@ UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=UTC)
 DRIVER = 'rbd.csi.ceph.com'
 HANDLE = '0001-0003-lab-0000000000000002-6f2c1e3a-c7c5-11ef-9a1b-0242ac120002'
-# The Dell csi-unity volume of seed 001: <driver>^<handle> is 68 characters and starts with csi-.
+# The Dell csi-unity volume of stale-volumeattachment: <driver>^<handle> is 68 characters and starts with csi-.
 UNITY = 'csi-unity.dellemc.com'
 UNITY_HANDLE = 'csiunity-0123456789-iSCSI-APM0012345678-sv_42x'
 
@@ -210,10 +210,10 @@ def test_several_reasons_in_a_fixed_order():
     assert len(report['stale_messages']) == 4 and 'NotReady' in report['stale_messages'][0]
 
 
-# --------------------------------------------------------------------------- the name collision (seed 001)
+# --------------------------------------------------------------------------- the name collision (stale-volumeattachment)
 
 @pytest.mark.parametrize('version, affected', [((1, 23, 5), True), ((1, 24, 0), False), (None, False)])
-def test_seed_001_collision(version, affected):
+def test_stale_volumeattachment_collision(version, affected):
     obj = va(node='node-b', pv_name='pv-u', attacher=UNITY, handle=UNITY_HANDLE,
              finalizers=['external-attacher/csi-unity-dellemc-com'])
     report = assess(obj, pv('pv-u', UNITY, UNITY_HANDLE, claim=None), True, node(), [], version, 300, NOW)
