@@ -11,7 +11,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
-import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CephAddr,
@@ -140,35 +139,6 @@ def parse_blocklist_docs(docs):
             else:
                 raise CephParseError('unexpected blocklist item from Ceph: %r' % (item,))
     return entries, has_ranges
-
-
-_PLAIN_LINE = re.compile(r'^(\S+)\s+(\S+)$')
-
-
-def parse_blocklist_text(text):
-    """Entries from the plain `ceph osd blocklist ls` output (one 'entry until' per line)."""
-    entries = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith('listed '):
-            continue
-        match = _PLAIN_LINE.match(line)
-        if not match:
-            raise CephParseError('unexpected blocklist line from Ceph: %r' % line)
-        entries.append(parse_entry(match.group(1), match.group(2)))
-    return entries
-
-
-def entries_from_osd_dump(dump):
-    """Entries from `ceph osd dump --format json` ('blocklist' and 'range_blocklist' maps;
-    'blacklist' before Pacific)."""
-    entries = []
-    for key in ('blocklist', 'blacklist'):
-        for text, until in sorted((dump.get(key) or {}).items()):
-            entries.append(parse_entry(text, until))
-    for text, until in sorted((dump.get('range_blocklist') or {}).items()):
-        entries.append(parse_entry(text if text.startswith('cidr:') else 'cidr:' + text, until))
-    return entries
 
 
 def entry_info(entry, now):

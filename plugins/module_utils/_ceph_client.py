@@ -16,6 +16,7 @@ return code, stdout and stderr.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import contextlib
 import errno
 import json
 import os
@@ -244,6 +245,29 @@ def failure_kwargs(exc, client):
     if 'versions' not in kwargs and client is not None and client.known_versions is not None:
         kwargs['versions'] = client.known_versions
     return kwargs
+
+
+@contextlib.contextmanager
+def module_session(module, partial=None):
+    """The connected client of one Ceph module run, closed whatever happens.
+
+    A CephError or ValueError leaving the block ends the module with fail_json: what `partial`
+    holds by then (I7: what was done before the error stays in the report), the error's own
+    details (msg, cmd, rc, ...), the backend and `versions`. Errors a module reports in its own
+    way are caught inside the block."""
+    client = None
+    try:
+        client = connect(module.params, module.tmpdir)
+        yield client
+    except CephError as exc:
+        kwargs = dict(partial or {})
+        kwargs.update(failure_kwargs(exc, client))
+        module.fail_json(**kwargs)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        if client is not None:
+            client.close()
 
 
 class _Base(object):
@@ -639,7 +663,9 @@ class CliBackend(_Base):
                     lockers=[dict(locker=i['locker'], id=i['id'], address=i['address']) for i in listed])
 
     def lock_owners(self, spec):
-        return None
+        raise CephError('the rbd CLI has no counterpart of librbd\'s lock_get_owners, so %s was not asked; '
+                        'exclusive_lock_owners (read from the lock list) still names the exclusive-lock owners; '
+                        'backend=rados (the python3-rbd bindings) asks librbd' % spec)
 
     def break_lock(self, spec, locker, lock_id):
         # lock_id and locker come from the cluster (anyone can take a lock named --keyring=/x):

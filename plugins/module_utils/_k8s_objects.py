@@ -17,8 +17,6 @@ import ipaddress
 import re
 
 OUT_OF_SERVICE_TAINT = 'node.kubernetes.io/out-of-service'
-UNREACHABLE_TAINT = 'node.kubernetes.io/unreachable'
-NOT_READY_TAINT = 'node.kubernetes.io/not-ready'
 
 _UTC = datetime.timezone.utc
 

@@ -63,7 +63,6 @@ API_VERSION = GROUP + '/' + VERSION
 FENCES = 'networkfences'
 CLASSES = 'networkfenceclasses'
 ADDONS_NODES = 'csiaddonsnodes'
-FENCE_FINALIZER = 'csiaddons.openshift.io/network-fence'
 
 FENCED = 'Fenced'
 UNFENCED = 'Unfenced'

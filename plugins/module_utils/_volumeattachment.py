@@ -58,7 +58,6 @@ NODE_OUT_OF_SERVICE = 'node_out_of_service'
 NOT_IN_USE = 'not_in_use'
 UNEXPECTED_NAME = 'unexpected_name'
 PV_MISSING = 'pv_missing'
-STALE_REASONS = (NODE_MISSING, NODE_NOT_READY, NODE_OUT_OF_SERVICE, NOT_IN_USE, UNEXPECTED_NAME, PV_MISSING)
 
 
 CSI_PLUGIN_NAME = 'kubernetes.io/csi'

@@ -291,10 +291,9 @@ versions:
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, failure_kwargs
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import module_session
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
-    CephError,
     ceph_argument_spec,
     check_expire,
 )
@@ -332,29 +331,21 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
-    client = None
-    try:
-        client = connect(p, module.tmpdir)
-        result = ensure_blocklist(client, p['state'], p['addresses'], p['cidrs'], p['expire'], p['cidr_mode'],
-                                  p['max_addresses'], p['parallel'], module.check_mode,
-                                  protect=p['protect_addresses'] if p['state'] == 'present' else None,
-                                  force=p['force'])
-    except BlocklistFailure as exc:
-        # I7: what was done and what failed, and changed=true when anything was written
-        for warning in exc.result['warnings']:
-            module.warn(warning)
-        details = _public(exc.result)
-        details.update(exc.fail_kwargs())
-        details.setdefault('versions', client.known_versions)
-        module.fail_json(backend=client.name, blocklist=exc.result['after'], changed=exc.result['changed'],
-                         **details)
-    except CephError as exc:
-        module.fail_json(**failure_kwargs(exc, client))
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        if client is not None:
-            client.close()
+    with module_session(module) as client:
+        try:
+            result = ensure_blocklist(client, p['state'], p['addresses'], p['cidrs'], p['expire'], p['cidr_mode'],
+                                      p['max_addresses'], p['parallel'], module.check_mode,
+                                      protect=p['protect_addresses'] if p['state'] == 'present' else None,
+                                      force=p['force'])
+        except BlocklistFailure as exc:
+            # I7: what was done and what failed, and changed=true when anything was written
+            for warning in exc.result['warnings']:
+                module.warn(warning)
+            details = _public(exc.result)
+            details.update(exc.fail_kwargs())
+            details.setdefault('versions', client.known_versions)
+            module.fail_json(backend=client.name, blocklist=exc.result['after'], changed=exc.result['changed'],
+                             **details)
 
     for warning in result['warnings']:
         module.warn(warning)

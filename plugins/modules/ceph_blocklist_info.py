@@ -165,11 +165,10 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist impor
     entry_matches,
     sorted_entries,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, failure_kwargs
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import module_session
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
-    CephError,
     ceph_argument_spec,
     utc_now,
 )
@@ -186,17 +185,8 @@ def main():
         matcher = AddressMatcher(module.params['match'], 'match')
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    client = None
-    try:
-        client = connect(module.params, module.tmpdir)
+    with module_session(module) as client:
         state = read_blocklist(client)
-    except CephError as exc:
-        module.fail_json(**failure_kwargs(exc, client))
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        if client is not None:
-            client.close()
     now = utc_now()
     entries = sorted_entries(state.entries)
     if matcher:

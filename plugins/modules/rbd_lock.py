@@ -265,8 +265,8 @@ exclusive_lock_owners:
 lock_owners:
   description:
     - What librbd's C(lock_get_owners) says before any change, with O(query_lock_owners=true) (null
-      otherwise, with the CLI backend, or when librbd cannot tell, for example because an advisory
-      lock holds the image).
+      otherwise, or when it cannot be asked: with the CLI backend, which has no such call, or when librbd
+      cannot tell, for example because an advisory lock holds the image; a warning then says why).
   returned: always
   type: list
   elements: dict
@@ -306,7 +306,7 @@ import errno
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, failure_kwargs, image_spec
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import image_spec, module_session
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
@@ -398,49 +398,40 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
-    client = None
     output = dict(changed=False, broken=[], protected=[], blocklisted=[], blocklist_failed=[], failed_locks=[],
                   lock_owners=None, locks_after_error=None)
-    try:
-        client = connect(p, module.tmpdir)
-        output['backend'] = client.name
-        output['versions'] = client.known_versions
-        locks = describe_locks(client.image_locks(spec), node_map)
-        output['locks'] = locks
-        if p['query_lock_owners']:
-            try:
-                output['lock_owners'] = client.lock_owners(spec)
-            except CephError as exc:  # informational: never stops the run
-                module.warn('lock_get_owners could not tell the exclusive-lock owners of %s: %s%s' % (
-                    spec, exc.msg, ' (EBUSY: the lock is an advisory lock, not the exclusive-lock feature\'s)'
-                    if exc.rc is not None and abs(int(exc.rc)) == errno.EBUSY else ''))
-        if p['state'] == 'absent':
-            unmatched = unmatched_locks_warning(spec, lock_filter, locks)
-            if unmatched:
-                module.warn(unmatched)
-            output.update(break_image_locks(client, spec, locks, lock_filter, protect, p['blocklist_locker'],
-                                            p['blocklist_expire'], module.check_mode, node_map))
-        elif p['state'] == 'present':
-            output.update(take_lock(client, spec, locks, p, module.check_mode))
-        else:
-            output['locks_after'] = locks
-        if output['locks_after'] is None:
-            output['locks_after'] = describe_locks(client.image_locks(spec), node_map)
-    except LockBreakFailure as exc:
-        # I7: what was blocklisted, broken and not broken, and changed=true when anything was written
-        output.update(exc.result)
-        output.update(exc.fail_kwargs())
-        output['exclusive_lock_owners'] = exclusive_lock_owners(output['locks_after'])
-        module.fail_json(**output)
-    except CephError as exc:
-        # whatever was done before (changed, lists) stays in the report (I7)
-        output.update(failure_kwargs(exc, client))
-        module.fail_json(**output)
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        if client is not None:
-            client.close()
+    # whatever was done before an error (changed, lists) stays in the report (I7)
+    with module_session(module, partial=output) as client:
+        try:
+            output['backend'] = client.name
+            output['versions'] = client.known_versions
+            locks = describe_locks(client.image_locks(spec), node_map)
+            output['locks'] = locks
+            if p['query_lock_owners']:
+                try:
+                    output['lock_owners'] = client.lock_owners(spec)
+                except CephError as exc:  # informational: never stops the run
+                    module.warn('lock_get_owners could not tell the exclusive-lock owners of %s: %s%s' % (
+                        spec, exc.msg, ' (EBUSY: the lock is an advisory lock, not the exclusive-lock feature\'s)'
+                        if exc.rc is not None and abs(int(exc.rc)) == errno.EBUSY else ''))
+            if p['state'] == 'absent':
+                unmatched = unmatched_locks_warning(spec, lock_filter, locks)
+                if unmatched:
+                    module.warn(unmatched)
+                output.update(break_image_locks(client, spec, locks, lock_filter, protect, p['blocklist_locker'],
+                                                p['blocklist_expire'], module.check_mode, node_map))
+            elif p['state'] == 'present':
+                output.update(take_lock(client, spec, locks, p, module.check_mode))
+            else:
+                output['locks_after'] = locks
+            if output['locks_after'] is None:
+                output['locks_after'] = describe_locks(client.image_locks(spec), node_map)
+        except LockBreakFailure as exc:
+            # I7: what was blocklisted, broken and not broken, and changed=true when anything was written
+            output.update(exc.result)
+            output.update(exc.fail_kwargs())
+            output['exclusive_lock_owners'] = exclusive_lock_owners(output['locks_after'])
+            module.fail_json(**output)
     output['exclusive_lock_owners'] = exclusive_lock_owners(output['locks_after'])
     if module._diff:
         output['diff'] = dict(before=dict(locks=['%s %s %s' % (lk['id'], lk['locker'], lk['address'])

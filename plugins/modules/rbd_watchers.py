@@ -255,15 +255,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._module import Volfen
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
-    connect,
-    failure_kwargs,
     image_spec,
+    module_session,
     parse_image_spec,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
-    CephError,
     CephNotFoundError,
     ceph_argument_spec,
 )
@@ -304,17 +302,8 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
-    client = None
-    try:
-        client = connect(p, module.tmpdir)
+    with module_session(module) as client:
         inspected = client.inspect_images(specs, metadata=p['metadata'], workers=p['parallel'])
-    except CephError as exc:
-        module.fail_json(**failure_kwargs(exc, client))
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    finally:
-        if client is not None:
-            client.close()
 
     reports, missing, errors = [], [], []
     for spec, raw, error in inspected:

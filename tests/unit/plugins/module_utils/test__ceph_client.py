@@ -173,6 +173,13 @@ def test_cli_argv_with_prefix_and_timeouts():
     assert '--connect-timeout' not in client.base('rbd')
 
 
+def test_cli_cannot_ask_for_lock_owners_and_says_so():
+    client = CliBackend(CephSettings(params()), runner=FakeRunner({}))
+    with pytest.raises(CephError) as raised:
+        client.lock_owners(image_spec('rbd', '', 'img'))
+    assert 'rbd/img was not asked' in raised.value.msg and 'backend=rados' in raised.value.msg
+
+
 def test_cli_mon_command_returns_stdout_and_the_status_line():
     runner = FakeRunner({('osd', 'blocklist', 'ls'): 'blocklist_ls'})
     client = CliBackend(CephSettings(params()), runner=runner)
@@ -500,3 +507,63 @@ def test_cli_connect_failure_with_a_readable_key_keeps_cephs_own_message(tmp_pat
     with pytest.raises(CephCommandError) as caught:
         client.mon(blocklist_ls_command())
     assert 'aes256k' not in caught.value.msg and 'error connecting to the cluster' in caught.value.msg
+
+
+class _Ended(Exception):
+    """What a module's fail_json does: end the run (here as an exception carrying its result)."""
+
+
+class _SessionModule(object):
+    params = {}
+    tmpdir = None
+
+    def fail_json(self, **kwargs):
+        raise _Ended(kwargs)
+
+
+class _SessionClient(object):
+    name = 'rados'
+    known_versions = {'client': {'backend': 'rados'}}
+
+    def __init__(self):
+        self.closed = 0
+
+    def close(self):
+        self.closed += 1
+
+
+def test_module_session_closes_the_client_and_reports_an_error_with_what_was_done(monkeypatch):
+    client = _SessionClient()
+    monkeypatch.setattr(_ceph_client, 'connect', lambda params, tmpdir=None: client)
+    done = {'changed': True, 'broken': ['lock-1']}
+    with pytest.raises(_Ended) as ended:
+        with _ceph_client.module_session(_SessionModule(), partial=done):
+            done['blocklisted'] = ['10.0.0.2:0/1']
+            raise CephCommandError('lock break refused', rc=16)
+    result = ended.value.args[0]
+    assert client.closed == 1
+    assert result['msg'] == 'lock break refused' and result['rc'] == 16
+    assert result['changed'] is True and result['broken'] == ['lock-1'] and result['blocklisted'] == ['10.0.0.2:0/1']
+    assert result['backend'] == 'rados' and result['versions'] == client.known_versions
+
+
+def test_module_session_closes_the_client_on_success_and_on_a_value_error(monkeypatch):
+    client = _SessionClient()
+    monkeypatch.setattr(_ceph_client, 'connect', lambda params, tmpdir=None: client)
+    with _ceph_client.module_session(_SessionModule()) as got:
+        assert got is client
+    assert client.closed == 1
+    with pytest.raises(_Ended) as ended:
+        with _ceph_client.module_session(_SessionModule()):
+            raise ValueError('images: not a pool/image spec')
+    assert ended.value.args[0] == {'msg': 'images: not a pool/image spec'} and client.closed == 2
+
+
+def test_module_session_when_connecting_fails_names_no_client(monkeypatch):
+    def refuse(params, tmpdir=None):
+        raise CephCommandError('cannot connect as client.admin', rc=1)
+    monkeypatch.setattr(_ceph_client, 'connect', refuse)
+    with pytest.raises(_Ended) as ended:
+        with _ceph_client.module_session(_SessionModule()):
+            raise AssertionError('the block must not run without a client')
+    assert ended.value.args[0]['msg'] == 'cannot connect as client.admin'

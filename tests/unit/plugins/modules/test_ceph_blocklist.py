@@ -13,6 +13,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
 from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, ceph_blocklist_info
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import (
     MON_IP,
@@ -28,7 +29,7 @@ def run(module, args, monkeypatch, capsys, client, check=False, diff=False):
         calls.append(params)
         return client
 
-    monkeypatch.setattr(module, 'connect', fake_connect)
+    monkeypatch.setattr(_ceph_client, 'connect', fake_connect)
     args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
     with patch_module_args(args):
         with pytest.raises(SystemExit):

@@ -13,6 +13,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephConnectionError
 from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, ceph_blocklist_info, rbd_lock, rbd_watchers
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import FakeCluster
@@ -30,7 +31,7 @@ MODULES = [
 
 
 def run(module, args, monkeypatch, capsys, connect):
-    monkeypatch.setattr(module, 'connect', connect)
+    monkeypatch.setattr(_ceph_client, 'connect', connect)
     with patch_module_args(dict(args, _ansible_check_mode=True)):
         with pytest.raises(SystemExit):
             module.main()

@@ -15,6 +15,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephCommandError, CephNotFoundError
 from ansible_collections.volfence.csi.plugins.modules import rbd_lock, rbd_watchers
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
@@ -64,7 +65,7 @@ class FakeRbd(FakeCluster):
 
 
 def run(module, args, monkeypatch, capsys, client, check=False, diff=False):
-    monkeypatch.setattr(module, 'connect', lambda params, tmpdir=None: client)
+    monkeypatch.setattr(_ceph_client, 'connect', lambda params, tmpdir=None: client)
     with patch_module_args(dict(args, _ansible_check_mode=check, _ansible_diff=diff)):
         with pytest.raises(SystemExit):
             module.main()
