@@ -265,8 +265,8 @@ exclusive_lock_owners:
 lock_owners:
   description:
     - What librbd's C(lock_get_owners) says before any change, with O(query_lock_owners=true) (null
-      otherwise, or when it cannot be asked: with the CLI backend, which has no such call, or when librbd
-      cannot tell, for example because an advisory lock holds the image; a warning then says why).
+      otherwise, or when it cannot be asked, with a warning that says why; the CLI backend has no such
+      call, and librbd cannot tell when, for example, an advisory lock holds the image).
   returned: always
   type: list
   elements: dict
