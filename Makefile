@@ -3,7 +3,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 VENV := .venv
 PY := $(VENV)/bin/python
-LAB := /usr/bin/python3 tests/lab/lab.py
+# The lab (tools/lab) runs from the project virtualenv, where `make setup` installs it and the API emulator.
+LAB := $(PY) -m volfence_lab
 NODE ?= node-b
 
 .PHONY: help setup demo test sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release \
@@ -43,11 +44,11 @@ units: setup
 integration: setup
 	@/usr/bin/python3 scripts/run_tests.py integration
 
-lab-up:
+lab-up: setup
 	@$(LAB) up
 
 lab-down:
-	@$(LAB) down
+	@if [ -x $(PY) ]; then $(LAB) down; fi
 
 lab-status:
 	@$(LAB) status
@@ -73,15 +74,15 @@ lab-scenario:
 bench: setup
 	@mkdir -p .cache/bench
 	@export LAB_PREFIX=vfbnch LAB_NODES=6; unset LAB_DIR LAB_SLOT; since=$$(date +%s); $(LAB) up >/dev/null && \
-	  (for b in scripts/bench_*.py; do [ "$$b" = scripts/bench_report.py ] || /usr/bin/python3 $$b; done; \
-	   $(LAB) down >/dev/null; echo; /usr/bin/python3 scripts/bench_report.py --since $$since)
+	  (for b in scripts/bench_*.py; do [ "$$b" = scripts/bench_report.py ] || $(PY) $$b; done; \
+	   $(LAB) down >/dev/null; echo; $(PY) scripts/bench_report.py --since $$since)
 
 release-check: setup
 	@scripts/check_release.sh
 
 docs: setup
 	@scripts/build_docs.sh
-	@$(PY) scripts/awx_surveys.py
+	@PYTHONPATH=.cache/collections $(PY) scripts/awx_surveys.py
 
 lab-release:
 	@$(LAB) release $(if $(filter command line,$(origin NODE)),$(NODE))

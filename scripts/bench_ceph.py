@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Benchmark the Ceph modules' code paths against the lab (needs `lab.py up` and the bindings).
+"""Benchmark the Ceph modules' code paths against the lab (needs `make lab-up` and the bindings).
 
-    /usr/bin/python3 scripts/bench_ceph.py [--baseline-sample 20] [--images 1000]
+    .venv/bin/python scripts/bench_ceph.py [--baseline-sample 20] [--images 1000]
 
 1. Fencing a /24 (254 hosts), side by side in one run:
    - range mode: one `osd blocklist range add` (ceph_blocklist, cidr_mode=range);
@@ -13,7 +13,7 @@
    - the sequential baseline ceph-csi falls back to: one `ceph osd blocklist add` process per
      address, one after the other. It is sampled (--baseline-sample addresses, then
      extrapolated to 254; the output says so) to keep the run short.
-2. Watcher audit of --images images: rbd_watchers' path (one connection, read-only opens,
+2. Watcher audit of --images images: rbd_watchers_info's path (one connection, read-only opens,
    watchers and metadata) vs one `rbd status` process per image, in sequence.
 
 The modules' own code (module_utils) is timed, with the connection set-up and the reads that
@@ -27,32 +27,24 @@ Results: .cache/bench/ceph.json and a table on stdout. Exit status 1 when a goal
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 import uuid
 
+from volfence_lab.lab import import_roots, read_env
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
+COLLECTIONS = os.path.join(REPO, ".cache", "collections")  # the collection as make setup links it
 
 CIDR = "198.51.100.0/24"
 GOALS = {"fence_speedup": 50.0, "fence_range_seconds": 2.0, "audit_speedup": 5.0, "audit_seconds": 5.0}
 
 
 def lab_env():
-    sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
-    import lab as labmod  # the lab's own rule for where a lab lives (LAB_DIR, LAB_PREFIX)
-    lab_dir = labmod.Config().dir
-    path = os.path.join(lab_dir, "env")
-    if not os.path.exists(path):
-        sys.exit("bench_ceph: no lab at %s: start it with `make lab-up`" % lab_dir)
-    env = {}
-    with open(path) as handle:
-        for line in handle:
-            match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
-            if match:
-                env[match.group(1)] = match.group(2).strip("'")
+    env = read_env()  # the lab's own rule for where a lab lives (LAB_DIR, LAB_PREFIX)
+    if env is None:
+        sys.exit("bench_ceph: no lab running: start it with `make lab-up`")
     return env
 
 
@@ -71,13 +63,15 @@ def main(argv=None):
     lab_python = os.path.join(env.get("LAB_CEPH_BIN", ""), "ceph-python3")
     if env.get("LAB_CEPH_BIN") and not os.environ.get("VOLFENCE_BENCH_LAB_PYTHON"):
         # The bindings must be the lab release's (a Pacific client cannot read Tentacle's keys).
-        os.environ["VOLFENCE_BENCH_LAB_PYTHON"] = lab_python
-        os.execv(lab_python, [lab_python, os.path.abspath(__file__)] + list(argv if argv is not None else sys.argv[1:]))
+        # Nothing is installed for that Python: it imports the lab's packages and the collection by path.
+        os.execve(lab_python, [lab_python, os.path.abspath(__file__)] + list(argv if argv is not None else sys.argv[1:]),
+                  dict(os.environ, VOLFENCE_BENCH_LAB_PYTHON=lab_python,
+                       PYTHONPATH=os.pathsep.join(import_roots() + [COLLECTIONS])))
     try:
         import rados  # noqa: F401  pylint: disable=unused-import
         import rbd
     except ImportError as exc:
-        sys.exit("bench_ceph: needs the rados/rbd bindings (run it with /usr/bin/python3): %s" % exc)
+        sys.exit("bench_ceph: needs the rados/rbd bindings (it runs itself again with the lab release's Python, <lab>/ceph-bin/ceph-python3): %s" % exc)
     from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, parse_image_spec
     from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import ensure_blocklist
     from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import image_report
@@ -132,7 +126,7 @@ def main(argv=None):
     # ------------------------------------------------------------------ 2. watcher audit
     prefix = "bench-%s" % uuid.uuid4().hex[:6]
     names = ["%s-%04d" % (prefix, i) for i in range(args.images)]
-    lab_py = [sys.executable, os.path.join(REPO, "tests", "lab", "lab.py")]
+    lab_py = [sys.executable, "-m", "volfence_lab"]
     lab_env_vars = dict(os.environ, LAB_DIR=env["LAB_DIR"], LAB_PREFIX=env["LAB_PREFIX"], LAB_SLOT=env["LAB_SLOT"],
                         LAB_NODES=env["LAB_NODES"])
     with connect(params) as client:
@@ -226,7 +220,7 @@ def print_table(r, output):
          ">= 50x: %s" % ok("fence_speedup")),
         ("  sequential `ceph osd blocklist add` x254", seq, "1x", "baseline"),
         ("watcher audit, %d images (%d in use)" % (r["audit_images"], r["audit_in_use"]), "", "", ""),
-        ("  rbd_watchers (1 conn, read-only opens)", "%.2f s" % r["audit_module_seconds"],
+        ("  rbd_watchers_info (1 conn, read-only opens)", "%.2f s" % r["audit_module_seconds"],
          "%.1fx" % r["audit_speedup"], ">= 5x, <= 5 s: %s/%s" % (ok("audit_speedup"), ok("audit_seconds"))),
         ("  `rbd status` per image, in sequence", "%.1f s" % r["audit_cli_seconds"], "1x", "baseline"),
     ]

@@ -1,13 +1,13 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Benchmark playbooks/diagnose.yml at 200 and 2,000 workloads, 40 of them stuck (issue 13).
 
-    /usr/bin/python3 scripts/bench_diagnose.py [--workloads 200,2000] [--stuck 40] [--runs 3]
+    .venv/bin/python scripts/bench_diagnose.py [--workloads 200,2000] [--stuck 40] [--runs 3]
                                               [--baseline-runs 1] [--no-baseline]
 
-For each size it starts its own Kubernetes API emulator (tests/lab/kubeemu, a separate process on
+For each size it starts its own Kubernetes API emulator (tools/kubeemu, a separate process on
 a free loopback port) and loads a cluster into it: 20 Ready nodes and one dead node (addresses
 in 198.18.0.0/15, a benchmarking range: nothing is sent there), and per workload a namespace's
 PVC, a ceph-csi PV, a Running pod with its VolumeAttachment and its four Normal events
@@ -17,8 +17,8 @@ replacement waits in ContainerCreating on a Ready node with kubelet's FailedMoun
 ("rbd image ... is still being used").
 
 The Ceph side is the running lab's (`make bench` starts lab vfbnch; LAB_PREFIX/LAB_DIR as for
-tests/lab/lab.py) when there is one: the stuck pods' images are created in its pool, so
-rbd_watchers reads real images, and removed afterwards. Without a lab, the playbooks run with no
+make lab-up) when there is one: the stuck pods' images are created in its pool, so
+rbd_watchers_info reads real images, and removed afterwards. Without a lab, the playbooks run with no
 ceph_admin host (the Ceph plays are skipped) and the table says so.
 
 Timed, from ansible-playbook's start to its end (Ansible's start-up included), as users run it:
@@ -33,7 +33,6 @@ new diagnose at the largest size within --goal-seconds (15), and largest minus s
 """
 
 import argparse
-import http.client
 import json
 import os
 import shutil
@@ -43,39 +42,18 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_node_fences  # noqa: E402  (the benchmarks' one way to start the API emulator)
+from kubeemu.client import Admin
+from volfence_lab.lab import read_env
+
+import bench_node_fences  # the benchmarks' one way to start the API emulator (this script's folder)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAB_DIR = os.path.join(REPO, "tests", "lab")
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
 NEW = os.path.join(REPO, "playbooks", "diagnose.yml")
 BASELINE = os.path.join(REPO, "scripts", "bench_diagnose_baseline.yml")
 DEAD = "bench-dead"
 READY_NODES = 20
 NAMESPACES = 10
-
-
-class Api(object):
-    def __init__(self, port):
-        self.port = port
-
-    def request(self, method, path, body=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        try:
-            headers = {"Accept": "application/json", "User-Agent": "bench"}
-            data = None
-            if body is not None:
-                data = json.dumps(body).encode()
-                headers["Content-Type"] = "application/json"
-            conn.request(method, path, body=data, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
-        finally:
-            conn.close()
-        if resp.status >= 400:
-            raise RuntimeError("%s %s: %d %s" % (method, path, resp.status, raw[:300]))
-        return json.loads(raw) if raw else None
 
 
 def start_emulator(workdir):
@@ -189,28 +167,17 @@ def cluster(workloads, stuck):
     return objs, stuck_pods
 
 
-def load(api, objs):
+def load(url, objs):
+    """Objects stored as they are, 1,000 a request (the emulator's admin API)."""
+    admin = Admin(url, timeout=120)
     for start in range(0, len(objs), 1000):
-        api.request("POST", "/_emulator/objects", {"items": objs[start:start + 1000]})
+        admin.seed(*objs[start:start + 1000])
 
 
 def lab_env():
-    """The running lab's env file as a dict, or None."""
-    sys.path.insert(0, LAB_DIR)
-    try:
-        import lab as labmod  # pylint: disable=import-outside-toplevel
-        path = os.path.join(labmod.Config().dir, "env")
-    except Exception:  # pylint: disable=broad-except
-        return None
-    if not os.path.exists(path):
-        return None
-    env = {}
-    with open(path) as handle:
-        for line in handle:
-            if "=" in line and not line.startswith(("#", "export")):
-                key, value = line.strip().split("=", 1)
-                env[key] = value.strip("'\"")
-    return env if env.get("CEPH_CONF") and env.get("LAB_CEPH_BIN") else None
+    """The running lab's env file as a dict, or None (no lab, or one without its Ceph tools)."""
+    env = read_env()
+    return env if env and env.get("CEPH_CONF") and env.get("LAB_CEPH_BIN") else None
 
 
 def inventory(workdir, kubeconfig, lab):
@@ -293,10 +260,10 @@ def main(argv=None):
     try:
         for size in sizes:
             workdir = tempfile.mkdtemp(prefix="bench-diagnose-")
-            emulator, kubeconfig, port = start_emulator(workdir)
+            emulator, kubeconfig, url = start_emulator(workdir)
             try:
                 objs, stuck_pods = cluster(size, args.stuck)
-                load(Api(port), objs)
+                load(url, objs)
                 inv = inventory(workdir, kubeconfig, lab)
                 report = os.path.join(workdir, "report.json")
                 entry = {"objects": len(objs), "new": [], "baseline": []}

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Benchmark: node_failover against the manual fix, on the same lab state.
 
 Cases (each run builds a fresh incident on the running lab; `make bench` starts one):
@@ -32,11 +32,10 @@ import sys
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+from kubeemu.client import KubeClient, server_from_kubeconfig
+from volfence_lab import lab as labmod
 
-import lab as labmod  # noqa: E402
-from kubeclient import KubeClient, server_from_kubeconfig  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 RUNS = int(os.environ.get("BENCH_FAILOVER_RUNS", "3"))
 OUT = os.path.join(REPO, ".cache", "bench")
@@ -68,7 +67,7 @@ class BenchError(Exception):
 
 
 def lab_cli(*args, timeout=900):
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "lab", "lab.py")] + list(args),
+    proc = subprocess.run([sys.executable, "-m", "volfence_lab"] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
     if proc.returncode != 0:
         raise BenchError("lab.py %s failed: %s" % (" ".join(args), proc.stderr.strip()[-2000:]))
@@ -355,7 +354,7 @@ def main():
     started_load = load_average()
     cfg = labmod.Config()
     if not os.path.exists(os.path.join(cfg.dir, "kubeconfig")):
-        sys.exit("bench_failover: no lab at %s (start one: tests/lab/lab.py up)" % cfg.dir)
+        sys.exit("bench_failover: no lab at %s (start one: make lab-up)" % cfg.dir)
     kube = KubeClient(server_from_kubeconfig(os.path.join(cfg.dir, "kubeconfig")))
     os.makedirs(OUT, exist_ok=True)
     rows = []
@@ -376,7 +375,7 @@ def main():
     if extra:
         rows.append(extra)
     with open(os.path.join(OUT, "failover.json"), "w") as out:
-        json.dump({"bench": "node_failover", "command": "/usr/bin/python3 scripts/bench_failover.py",
+        json.dump({"bench": "node_failover", "command": ".venv/bin/python scripts/bench_failover.py",
                    "load_average": {"before": started_load, "after": load_average()}, "cpus": os.cpu_count(),
                    "runs_per_case": RUNS, "lab_nodes": cfg.nodes, "rows": rows}, out, indent=2)
     lab_cli("clean-scenario", "--wait", "60")

@@ -1,16 +1,16 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Benchmark the volfence.csi.node_fences role: 1,000 nodes, one Unfenced NetworkFence each.
 
-    /usr/bin/python3 scripts/bench_node_fences.py [--nodes 1000] [--prune 10] [--goal-seconds 20]
+    .venv/bin/python scripts/bench_node_fences.py [--nodes 1000] [--prune 10] [--goal-seconds 20]
         [--again-goal-seconds 5] [--repeat 3]
 
-It needs no lab: it starts its own Kubernetes API emulator (tests/lab/kubeemu, a separate process on
+It needs no lab: it starts its own Kubernetes API emulator (tools/kubeemu, a separate process on
 a free loopback port) with the CSI-Addons CRDs of the lab, --nodes Ready nodes (InternalIP
 198.18.x.y, a benchmarking range: no packet is sent anywhere), a NetworkFenceClass and one Connected
-CSIAddonsNode, plus a CSI-Addons controller stand-in (a thread of this script, user agent
+CSIAddonsNode, plus kubeemu's CSI-Addons controller stand-in (a thread of this script, user agent
 "bench-stand-in") that answers every fence with Succeeded, as the real controller does for an
 Unfenced fence. The role then runs as users run it, with its defaults (wait for the controller's
 result included), through ansible-playbook from the project virtualenv:
@@ -28,7 +28,6 @@ Results: .cache/bench/node_fences.json (with rows for scripts/bench_report.py) a
 """
 
 import argparse
-import http.client
 import json
 import os
 import shutil
@@ -36,11 +35,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
+from kubeemu.client import Admin, KubeClient, server_from_kubeconfig
+from kubeemu.csi import NetworkFenceStandIn, csiaddons_crds
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAB_DIR = os.path.join(REPO, "tests", "lab")
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
 CLASS = "bench-fence"
 DRIVER = "rbd.csi.ceph.com"
@@ -61,85 +61,18 @@ PLAYBOOK = """---
 """
 
 
-class Api(object):
-    """A minimal JSON client of the emulator (one keep-alive connection per instance)."""
-
-    def __init__(self, port, agent="bench"):
-        self.port = port
-        self.agent = agent
-        self.conn = None
-
-    def request(self, method, path, body=None, content_type="application/json"):
-        for attempt in (1, 2):
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-            headers = {"User-Agent": self.agent, "Accept": "application/json"}
-            data = None
-            if body is not None:
-                data = json.dumps(body).encode()
-                headers["Content-Type"] = content_type
-            try:
-                self.conn.request(method, path, body=data, headers=headers)
-                resp = self.conn.getresponse()
-                raw = resp.read()
-            except (OSError, http.client.HTTPException):
-                self.conn = None
-                if attempt == 2:
-                    raise
-                continue
-            if resp.status >= 400:
-                raise RuntimeError("%s %s: %d %s" % (method, path, resp.status, raw[:300]))
-            return json.loads(raw) if raw else None
-        return None
-
-
-class StandIn(threading.Thread):
-    """Answers every NetworkFence without a result for its current spec (the CSI-Addons controller's part)."""
-
-    def __init__(self, port):
-        threading.Thread.__init__(self, name="bench-stand-in", daemon=True)
-        self.api = Api(port, STAND_IN_AGENT)
-        self.stop = threading.Event()
-        self.answered = 0
-
-    def run(self):
-        while not self.stop.is_set():
-            try:
-                fences = self.api.request("GET", "/apis/csiaddons.openshift.io/v1alpha1/networkfences")["items"]
-                for fence in fences:
-                    status = fence.get("status") or {}
-                    state = fence["spec"].get("fenceState")
-                    message = "fencing operation successful" if state == "Fenced" else "unfencing operation successful"
-                    if status.get("result") == "Succeeded" and status.get("message") == message:
-                        continue
-                    if fence["metadata"].get("deletionTimestamp"):
-                        continue
-                    self.api.request("PATCH", "/apis/csiaddons.openshift.io/v1alpha1/networkfences/%s/status"
-                                     % fence["metadata"]["name"], {"status": {"result": "Succeeded", "message": message}},
-                                     "application/merge-patch+json")
-                    self.answered += 1
-            except Exception as exc:  # keep answering, like a controller
-                sys.stderr.write("stand-in: %s\n" % exc)
-            self.stop.wait(0.2)
-
-
 def start_emulator(workdir, history=200000, who="bench_node_fences"):
-    """The API emulator as a process of its own on a free loopback port: (process, kubeconfig, port).
+    """The API emulator as a process of its own on a free loopback port: (process, kubeconfig, URL).
     The benchmarks share it (scripts/bench_diagnose.py imports it)."""
-    python = os.path.join(VENV_BIN, "python")
-    if not os.path.exists(python):
-        python = sys.executable
     kubeconfig = os.path.join(workdir, "kubeconfig")
-    proc = subprocess.Popen([python, "-m", "kubeemu", "--host", "127.0.0.1", "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "kubeemu", "--host", "127.0.0.1", "--port", "0",
                              "--kubeconfig-out", kubeconfig, "--history", str(history)],
-                            cwd=LAB_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     line = proc.stdout.readline()
     if line.strip() != "ready":
         proc.kill()
         sys.exit("%s: the emulator did not start: %s %s" % (who, line, proc.stderr.read()))
-    with open(kubeconfig) as handle:
-        server = [ln.split("server:", 1)[1].strip() for ln in handle if "server:" in ln][0]
-    return proc, kubeconfig, int(server.rsplit(":", 1)[1])
+    return proc, kubeconfig, server_from_kubeconfig(kubeconfig)
 
 
 def node(index):
@@ -153,17 +86,16 @@ def node(index):
                                        "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
 
 
-def seed(api, count):
-    with open(os.path.join(LAB_DIR, "crds", "csiaddons.json")) as handle:
-        for crd in json.load(handle):
-            api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    api.request("POST", "/_emulator/objects", {"items": [node(i) for i in range(count)]})
-    api.request("POST", "/apis/csiaddons.openshift.io/v1alpha1/networkfenceclasses", {
+def seed(api, admin, count):
+    for crd in csiaddons_crds():
+        api.create("customresourcedefinitions", crd)
+    admin.seed(*[node(i) for i in range(count)])
+    api.create("networkfenceclasses", {
         "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFenceClass", "metadata": {"name": CLASS},
         "spec": {"provisioner": DRIVER, "parameters": {
             "csiaddons.openshift.io/networkfence-secret-name": "rook-csi-rbd-provisioner",
             "csiaddons.openshift.io/networkfence-secret-namespace": "rook-ceph"}}})
-    api.request("POST", "/_emulator/objects", {
+    admin.seed({
         "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "CSIAddonsNode",
         "metadata": {"name": "csi-rbdplugin-provisioner", "namespace": "rook-ceph"},
         "spec": {"driver": {"name": DRIVER, "nodeID": "bench-node-0000", "endpoint": "pod://provisioner:9070"}},
@@ -205,9 +137,8 @@ def run_role(workdir, playbook):
     return elapsed, report
 
 
-def writes_since(api, seq):
-    log = api.request("GET", "/_emulator/requests?since=%d" % seq)
-    items = log["items"] if isinstance(log, dict) else log
+def writes_since(admin, seq):
+    items = admin.requests(since=seq)
     mine = [r for r in items if r.get("user_agent") != STAND_IN_AGENT]
     return (len(mine), [r for r in mine if r["method"] in WRITES],
             max([seq] + [r["seq"] for r in items]))
@@ -216,23 +147,26 @@ def writes_since(api, seq):
 def bench_once(args):
     """One round on a fresh emulator: converge, again, prune. Returns {runs, pruned, stand_in_answers}."""
     workdir = tempfile.mkdtemp(prefix="bench-node-fences-")
-    emulator, kubeconfig, port = start_emulator(workdir)
-    stand_in = StandIn(port)
+    emulator, kubeconfig, url = start_emulator(workdir)
+    # The CSI-Addons controller's part: every fence answered (Succeeded), no finalizer.
+    stand_in = NetworkFenceStandIn(KubeClient(url, timeout=60, user_agent=STAND_IN_AGENT), finalizer=False,
+                                   name="bench-stand-in")
     results = {"runs": {}}
     try:
-        api = Api(port)
-        seed(api, args.nodes)
+        api = KubeClient(url, timeout=60, user_agent="bench")
+        admin = Admin(url, timeout=60)
+        seed(api, admin, args.nodes)
         stand_in.start()
         playbook = os.path.join(workdir, "bench.yml")
         with open(playbook, "w") as handle:
             handle.write(PLAYBOOK.format(python=json.dumps(os.path.join(VENV_BIN, "python")), cls=CLASS,
                                          kubeconfig=json.dumps(kubeconfig)))
-        seq = writes_since(api, 0)[2]
+        seq = writes_since(admin, 0)[2]
 
         def run(name):
             nonlocal seq
             elapsed, report = run_role(workdir, playbook)
-            requests, writes, seq = writes_since(api, seq)
+            requests, writes, seq = writes_since(admin, seq)
             methods = {}
             for item in writes:
                 methods[item["method"]] = methods.get(item["method"], 0) + 1
@@ -244,14 +178,13 @@ def bench_once(args):
         run("again")
         gone = ["bench-node-%04d" % i for i in range(args.nodes - args.prune, args.nodes)]
         for name in gone:
-            api.request("DELETE", "/api/v1/nodes/" + name)
-        seq = writes_since(api, seq)[2]
+            api.delete("nodes", name)
+        seq = writes_since(admin, seq)[2]
         report = run("prune")
         results["pruned"] = report["pruned"]
-        results["stand_in_answers"] = stand_in.answered
+        results["stand_in_answers"] = len(stand_in.answered)
     finally:
-        stand_in.stop.set()
-        stand_in.join(5)
+        stand_in.stop()
         emulator.terminate()
         try:
             emulator.wait(10)
@@ -299,7 +232,7 @@ def main(argv=None):
     results["goals"] = goals
     each = lambda name: " ".join("%.2f" % r["runs"][name]["seconds"] for r in rounds)  # noqa: E731
     results["bench"] = "node_fences"
-    results["command"] = ("/usr/bin/python3 scripts/bench_node_fences.py " + " ".join(
+    results["command"] = (".venv/bin/python scripts/bench_node_fences.py " + " ".join(
         argv if argv is not None else sys.argv[1:])).strip()
     # The rows of the bench table (scripts/bench_report.py). The baseline of the second run is the first:
     # what a run costs when it writes every fence.

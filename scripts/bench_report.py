@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The bench table: every benchmark's figures side by side with their baselines and goals (issue 13).
 
-    /usr/bin/python3 scripts/bench_report.py [--dir .cache/bench] [--since EPOCH] [--json OUT]
+    .venv/bin/python scripts/bench_report.py [--dir .cache/bench] [--since EPOCH] [--json OUT]
 
 Reads the JSON each scripts/bench_*.py wrote into --dir and prints ONE table: work, figure,
 baseline, goal, met (yes/no), then per benchmark the command that produced it and the machine's
@@ -13,7 +13,7 @@ load average while it ran. `make bench` runs every bench script, then this one.
 The shape a bench script writes (one file per script, <name>.json):
 
     {"bench": "volumeattachment_info",
-     "command": "/usr/bin/python3 scripts/bench_volumeattachment_info.py",
+     "command": ".venv/bin/python scripts/bench_volumeattachment_info.py",
      "load_average": {"before": [1m, 5m, 15m], "after": [1m, 5m, 15m]}, "cpus": 2,
      "rows": [{"id": "volumeattachment_info.node",        # stable: REQUIRED below names it
                "work": "what was measured, in words",
@@ -109,7 +109,7 @@ def _ceph_rows(data):
          "met": bool(passed.get("fence_speedup"))},
     ]
     if "audit_module_seconds" in data:
-        rows.append({"id": "ceph.audit", "work": "watcher audit, %s images (%s in use), rbd_watchers' path" % (
+        rows.append({"id": "ceph.audit", "work": "watcher audit, %s images (%s in use), rbd_watchers_info's path" % (
             data.get("audit_images"), data.get("audit_in_use")),
             "figure": data["audit_module_seconds"], "unit": "s", "baseline": data.get("audit_cli_seconds"),
             "baseline_label": "`rbd status` per image, in sequence",
@@ -120,8 +120,8 @@ def _ceph_rows(data):
 
 
 # Files written before the common shape: rows made from their own fields.
-LEGACY = {"diagnose.json": (_diagnose_rows, "/usr/bin/python3 scripts/bench_diagnose.py"),
-          "ceph.json": (_ceph_rows, "/usr/bin/python3 scripts/bench_ceph.py")}
+LEGACY = {"diagnose.json": (_diagnose_rows, ".venv/bin/python scripts/bench_diagnose.py"),
+          "ceph.json": (_ceph_rows, ".venv/bin/python scripts/bench_ceph.py")}
 
 
 def load(directory, name, since):

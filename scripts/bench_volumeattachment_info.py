@@ -1,13 +1,13 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Benchmark volfence.csi.volumeattachment_info over 2,000 VolumeAttachments (issue 13).
 
-    /usr/bin/python3 scripts/bench_volumeattachment_info.py [--attachments 2000] [--on-dead-node 100]
+    .venv/bin/python scripts/bench_volumeattachment_info.py [--attachments 2000] [--on-dead-node 100]
         [--runs 5]
 
-It needs no lab: it starts its own Kubernetes API emulator (tests/lab/kubeemu, through
+It needs no lab: it starts its own Kubernetes API emulator (tools/kubeemu, through
 bench_node_fences.start_emulator) and loads the cluster of scripts/bench_diagnose.py without its
 events: 20 Ready nodes and one dead node (addresses in 198.18.0.0/15, a benchmarking range: nothing is
 sent there), per workload a PVC, a ceph-csi PV, a pod and its VolumeAttachment; --on-dead-node of the
@@ -44,13 +44,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_diagnose  # noqa: E402  (its cluster generator)
-import bench_node_fences  # noqa: E402  (the benchmarks' one way to start the API emulator)
+from kubeemu.csi import attachment_name
+
+import bench_diagnose  # its cluster generator (this script's folder)
+import bench_node_fences  # the benchmarks' one way to start the API emulator
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import attachment_name  # noqa: E402
 
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
 DEAD = bench_diagnose.DEAD
@@ -147,12 +146,12 @@ def main(argv=None):
 
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="bench-va-")
-    emulator, kubeconfig, port = bench_node_fences.start_emulator(workdir, history=1000, who="bench_volumeattachment_info")
+    emulator, kubeconfig, url = bench_node_fences.start_emulator(workdir, history=1000, who="bench_volumeattachment_info")
     timings = {}
     try:
         objs, _stuck = bench_diagnose.cluster(args.attachments, args.on_dead_node)
         objs = named(o for o in objs if o["kind"] != "Event")
-        bench_diagnose.load(bench_diagnose.Api(port), objs)
+        bench_diagnose.load(url, objs)
         python = json.dumps(os.path.join(VENV_BIN, "python"))
         books = {}
         for question, selector, select, more_kinds in (
@@ -198,7 +197,7 @@ def main(argv=None):
                      "baseline_label": what[question][1], "goal": "<= baseline (%.2f s)" % base,
                      "met": new <= base, "runs": timings[(question, "new")],
                      "baseline_runs": timings[(question, "baseline")]})
-    results = {"bench": "volumeattachment_info", "command": ("/usr/bin/python3 scripts/bench_volumeattachment_info.py "
+    results = {"bench": "volumeattachment_info", "command": (".venv/bin/python scripts/bench_volumeattachment_info.py "
                                                           + " ".join(argv if argv is not None else sys.argv[1:])).strip(),
                "attachments": args.attachments, "on_dead_node": args.on_dead_node, "runs": args.runs,
                "load_average": {"before": [round(x, 2) for x in load_before],

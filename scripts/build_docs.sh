@@ -18,7 +18,7 @@
 #       --fail-on-error --no-add-antsibull-docs-version --cleanup everything volfence.csi
 #   antsibull-docs lint-collection-docs --plugin-docs <tree>
 # "simplified-rst" is standalone reStructuredText (one <name>_<type>.rst per plugin, e.g.
-# rbd_watchers_module.rst, and an index.rst) that reads without Sphinx. No version stamp is written, so the output only changes
+# rbd_watchers_info_module.rst, and an index.rst) that reads without Sphinx. No version stamp is written, so the output only changes
 # when the documentation does.
 #
 # Exit status: 0 rendered and clean (with --check: and docs/modules/ is up to date);

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # Its own lab prefix (names, subnet, ports, folder): a developer's `make lab-up` lab is left alone.
 export LAB_PREFIX="${DEMO_LAB_PREFIX:-vfdemo}"
 unset LAB_DIR LAB_SLOT LAB_NODES KUBECONFIG
-LAB="/usr/bin/python3 tests/lab/lab.py"
+LAB=".venv/bin/python -m volfence_lab"  # the lab (tools/lab), installed there by make setup
 trap '$LAB down >/dev/null 2>&1 || true' EXIT
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }

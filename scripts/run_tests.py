@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Run every test stage of the collection and print one pytest-style summary.
 
-Stages (all by default, or name some): sanity, sanity-oldest, units, integration, ceph-18, ceph-16.
+Stages (all by default, or name some): sanity, sanity-oldest, units, tools, integration, ceph-18, ceph-16.
   sanity         ansible-test sanity on a temporary ansible_collections tree (offline)
   sanity-oldest  the same on the oldest supported ansible-core (.venv-oldest)
   units          ansible-test units
+  tools          the development tools' own tests (tools/<name>/tests: the Kubernetes API emulator,
+                 the lab's pure parts), no lab needed
   integration    the whole integration suite on a lab of the default Ceph release (Tentacle 20),
                  in shards on labs of their own (INTEGRATION_SHARDS)
   ceph-18        the Ceph-facing integration tests on a Reef 18.2 lab
@@ -15,21 +17,27 @@ lab, so three lanes keep both cores busy. Within a lane the stages run one after
 stage starts its own lab (its own names, subnet, ports and folder: a developer's `make lab-up` lab
 survives) and always stops it.
 
-Each stage's output goes to .cache/results/<stage>.log; the terminal gets a line when a stage
-starts and its summary (and failures) when it ends. Exit status is non-zero when any stage failed.
+Each stage's output goes to .cache/results/<stage>.log (its junit files to .cache/results/<stage>/); the
+terminal gets a line when a stage starts and its summary (and failures) when it ends. The summary has
+a line per stage and one for all runs (a test counts once per Python, Ceph release and stage it ran
+in), and closes with `N passed, N failed, N skipped` counting each test once, by its id: failed if any
+of its runs failed. Exit status is non-zero when any stage failed.
 """
 
+import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
 import time
+import xml.etree.ElementTree as ElementTree
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
 RESULTS = os.path.join(REPO, ".cache", "results")
-LAB = ["/usr/bin/python3", os.path.join(REPO, "tests", "lab", "lab.py")]
+LAB = [VENV_PY, "-m", "volfence_lab"]  # the lab (tools/lab), installed in .venv by make setup
 # TEST_LAB_PREFIX overrides the prefix of the labs of a test run (at most 3 characters: the stages
 # add a suffix).
 TEST_LAB_PREFIX = os.environ.get("TEST_LAB_PREFIX", "vft")
@@ -42,9 +50,11 @@ CEPH_FACING = [os.path.join(INTEGRATION, d) for d in ("ceph", "compat")]
 BINDINGS = os.path.join(INTEGRATION, "bindings")
 # The default release's suite in two shards of about equal length, each on its own lab.
 INTEGRATION_SHARDS = [
-    ["kube", "k8s", "playbooks", "fuse"],
+    ["k8s", "playbooks", "fuse"],
     ["battery", "awx", "release", "roles", "lab", "ceph", "compat"],
 ]
+# The development tools (tools/<name>: pyproject.toml, tests/ beside the package) test themselves.
+TOOLS = os.path.join(REPO, "tools")
 
 COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 PRINT_LOCK = threading.Lock()
@@ -87,6 +97,55 @@ def closing_counts(output):
     return counts
 
 
+def junit_file(stage):
+    """A new junit XML file for one pytest run of the stage: the closing line counts tests from them."""
+    folder = os.path.join(RESULTS, stage)
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "pytest-%d.xml" % len(os.listdir(folder)))
+
+
+def keep_ansible_test_junit(stage, command):
+    """ansible_test.sh writes junit XML to tests/output/ansible-test/<command>/python<X.Y>/junit/, which
+    its next run (sanity-oldest after sanity) empties: the stage keeps a copy."""
+    folder = os.path.join(RESULTS, stage)
+    os.makedirs(folder, exist_ok=True)
+    for path in glob.glob(os.path.join(REPO, "tests", "output", "ansible-test", command, "*", "junit", "*.xml")):
+        run = os.path.basename(os.path.dirname(os.path.dirname(path)))
+        shutil.copy(path, os.path.join(folder, "%s-%s" % (run, os.path.basename(path))))
+
+
+# A test that ran several times: failed if any run failed, else passed if any run passed, else skipped.
+OUTCOME_ORDER = ("failed", "passed", "skipped")
+
+
+def merged(known, outcome):
+    return outcome if known is None or OUTCOME_ORDER.index(outcome) < OUTCOME_ORDER.index(known) else known
+
+
+def test_outcomes(stage):
+    """{test id: outcome} of every test case in the stage's junit files. A test id names the test, not
+    the run: pytest's node (the same on every Python and Ceph release, --rootdir is the repository),
+    ansible-test sanity's test without its '-python-X.Y'; its outcome is merged() over its runs."""
+    outcomes = {}
+    for path in sorted(glob.glob(os.path.join(RESULTS, stage, "*.xml"))):
+        try:
+            cases = list(ElementTree.parse(path).getroot().iter("testcase"))
+        except ElementTree.ParseError as exc:
+            outcomes["%s: unreadable %s (%s)" % (stage, os.path.basename(path), exc)] = "failed"
+            continue
+        for case in cases:
+            name = re.sub(r"-python-\d+(\.\d+)*$", "", case.get("name", ""))
+            test_id = "%s::%s" % (case.get("classname", ""), name)
+            if case.find("failure") is not None or case.find("error") is not None:
+                outcome = "failed"
+            elif case.find("skipped") is not None:
+                outcome = "skipped"
+            else:
+                outcome = "passed"
+            outcomes[test_id] = merged(outcomes.get(test_id), outcome)
+    return outcomes
+
+
 def failure_lines(output):
     """What a reader needs from a failed run: pytest's short summary and skip reasons."""
     lines = output.splitlines()
@@ -96,22 +155,31 @@ def failure_lines(output):
     return "\n".join(lines[-40:])
 
 
-def pytest_cmd(python, paths, extra=()):
-    return [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--durations=15"] + list(extra) + paths
+def pytest_cmd(stage, python, paths, extra=()):
+    # --rootdir: test ids relative to the repository, whichever folders a run is given (the summary
+    # counts a test run on several Ceph releases once by its id)
+    return [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--durations=15", "--rootdir", REPO,
+            "--junit-xml", junit_file(stage)] + list(extra) + paths
 
 
 def stage_sanity(stage):
-    return [run_logged(stage, [os.path.join(REPO, "scripts", "ansible_test.sh"), "sanity"])]
+    runs = [run_logged(stage, [os.path.join(REPO, "scripts", "ansible_test.sh"), "sanity"])]
+    keep_ansible_test_junit(stage, "sanity")
+    return runs
 
 
 def stage_sanity_oldest(stage):
     """Sanity on the oldest ansible-core the collection supports (its own virtualenv)."""
     env = dict(os.environ, VOLFENCE_VENV=os.path.join(REPO, ".venv-oldest"), ANSIBLE_TEST_PYTHONS="3.12")
-    return [run_logged(stage, [os.path.join(REPO, "scripts", "ansible_test.sh"), "sanity"], env=env)]
+    runs = [run_logged(stage, [os.path.join(REPO, "scripts", "ansible_test.sh"), "sanity"], env=env)]
+    keep_ansible_test_junit(stage, "sanity")
+    return runs
 
 
 def stage_units(stage):
-    return [run_logged(stage, [os.path.join(REPO, "scripts", "ansible_test.sh"), "units"])]
+    runs = [run_logged(stage, [os.path.join(REPO, "scripts", "ansible_test.sh"), "units"])]
+    keep_ansible_test_junit(stage, "units")
+    return runs
 
 
 class TestLab(object):
@@ -162,12 +230,24 @@ def on_lab(stage, lab, controller_paths, bindings=True, pytest_extra=()):
     try:
         env = lab.test_env()
         if controller_paths:
-            results.append(run_logged(stage, pytest_cmd(VENV_PY, controller_paths, pytest_extra), env=env))
+            results.append(run_logged(stage, pytest_cmd(stage, VENV_PY, controller_paths, pytest_extra), env=env))
         if bindings:
-            results.append(run_logged(stage, pytest_cmd(lab.bindings_python(), [BINDINGS]), env=env))
+            results.append(run_logged(stage, pytest_cmd(stage, lab.bindings_python(), [BINDINGS]), env=env))
     finally:
         lab.down(stage)
     return results
+
+
+def tool_test_folders():
+    """tools/<name>/tests of every tool that has test files."""
+    return sorted(os.path.join("tools", name, "tests") for name in os.listdir(TOOLS)
+                  if os.path.isdir(os.path.join(TOOLS, name, "tests"))
+                  and any(f.startswith("test_") for f in os.listdir(os.path.join(TOOLS, name, "tests"))))
+
+
+def stage_tools(stage):
+    """Each tool's tests with its own pytest configuration (tools/<name>/pyproject.toml), in .venv."""
+    return [run_logged(stage, pytest_cmd(stage, VENV_PY, [folder])) for folder in tool_test_folders()]
 
 
 def integration_shard(index):
@@ -194,9 +274,15 @@ def check_shards():
     sharded = sorted(d for shard in INTEGRATION_SHARDS for d in shard)
     if folders != sharded:
         raise SystemExit("run_tests.py: INTEGRATION_SHARDS %s does not match the test folders %s" % (sharded, folders))
+    # The tools stage runs tools/<name>/tests: a test file anywhere else under tools/ would never run.
+    stray = [os.path.relpath(os.path.join(top, f), REPO) for top, _dirs, files in os.walk(TOOLS)
+             for f in files if f.startswith("test_") and f.endswith(".py")
+             and os.path.relpath(top, REPO) not in tool_test_folders()]
+    if stray:
+        raise SystemExit("run_tests.py: test files outside tools/<name>/tests never run: %s" % ", ".join(stray))
 
 
-STAGES = {"sanity": stage_sanity, "sanity-oldest": stage_sanity_oldest, "units": stage_units}
+STAGES = {"sanity": stage_sanity, "sanity-oldest": stage_sanity_oldest, "units": stage_units, "tools": stage_tools}
 INTEGRATION_STAGES = ["integration-%d" % (i + 1) for i in range(len(INTEGRATION_SHARDS))]
 for _i, _name in enumerate(INTEGRATION_STAGES):
     STAGES[_name] = integration_shard(_i)
@@ -206,11 +292,16 @@ ALIASES = {"integration": INTEGRATION_STAGES}
 # Three lanes. The lab stages mostly wait (for Ceph, for the simulated kubelets: the Ceph-facing
 # tests keep the load average under 1 on this 2-core machine), so the other releases' Ceph-facing
 # stages run in a lane of their own beside the two shards of the default release's suite.
-LANES = [["integration-1"], ["sanity", "sanity-oldest", "integration-2"], ["units", "ceph-18", "ceph-16"]]
+LANES = [["tools", "integration-1"], ["sanity", "sanity-oldest", "integration-2"], ["units", "ceph-18", "ceph-16"]]
 
 
 def main(argv):
     check_shards()
+    if argv[:1] in (["-h"], ["--help"]):
+        say(__doc__.strip() + "\n\nStages by lane: " + "; ".join(", ".join(lane) for lane in LANES)
+            + "\nTool tests: " + ", ".join(tool_test_folders())
+            + "\nIntegration shards: " + "; ".join(", ".join(shard) for shard in INTEGRATION_SHARDS))
+        return 0
     names = []
     for name in argv or [n for lane in LANES for n in lane]:
         names += ALIASES.get(name, [name])
@@ -224,6 +315,7 @@ def main(argv):
         log = os.path.join(RESULTS, name + ".log")
         if os.path.exists(log):
             os.unlink(log)
+        shutil.rmtree(os.path.join(RESULTS, name), ignore_errors=True)  # its junit files
     lanes = [[n for n in lane if n in names] for lane in LANES]
     lanes = [lane for lane in lanes if lane]
     outcome = {}
@@ -247,6 +339,7 @@ def main(argv):
 
     totals = {"passed": 0, "failed": 0, "skipped": 0}
     failed_stages = []
+    tests = {}
     say("\n===== summary (%.0f s, %d lanes)" % (time.time() - started, len(lanes)))
     for name in names:
         runs, seconds = outcome.get(name, ([(1, "")], 0))
@@ -260,10 +353,20 @@ def main(argv):
                 stage_counts[key] += counts[key]
             if rc != 0 and name not in failed_stages:
                 failed_stages.append(name)
+        stage_tests = test_outcomes(name)
+        if name in failed_stages and "failed" not in stage_tests.values():
+            stage_tests[name + ": a run failed without a failing test (see its log)"] = "failed"
+        for test_id, result in stage_tests.items():
+            tests[test_id] = merged(tests.get(test_id), result)
         say("%-14s %s  %d passed, %d failed, %d skipped  (%.0f s)" % (
             name, "FAILED" if name in failed_stages else "ok    ", stage_counts["passed"], stage_counts["failed"],
             stage_counts["skipped"], seconds))
-    say("%d passed, %d failed, %d skipped" % (totals["passed"], totals["failed"], totals["skipped"]))
+    say("%-14s %s  %d passed, %d failed, %d skipped  (every run: a test counts on each Python and Ceph release)"
+        % ("all runs", "FAILED" if failed_stages else "ok    ", totals["passed"], totals["failed"], totals["skipped"]))
+    say("tests, each counted once (failed if any of its runs failed):")
+    outcomes = list(tests.values())
+    say("%d passed, %d failed, %d skipped" % (outcomes.count("passed"), outcomes.count("failed"),
+                                              outcomes.count("skipped")))
     return 1 if failed_stages else 0
 
 

@@ -16,8 +16,10 @@
 #      VOLFENCE_PYTHON=/path/to/python overrides), recreated only if missing/broken.
 #      `pip install -r requirements-test.txt` runs only when the requirement files
 #      (or the interpreter) changed: a sha256 stamp is kept in .venv/.volfence-requirements.sha256.
+#      The project's development tools (tools/*: the Kubernetes API emulator, the lab) are installed
+#      editable into it (pip install -e, no download), so tests, benchmarks and the lab import them.
 #   2b. The Debian roots of the newer Ceph releases the lab runs (Tentacle 20.2 from forky,
-#      Reef 18.2 from trixie; tests/lab/ceph_releases.py), built with mmdebstrap once into
+#      Reef 18.2 from trixie; tools/lab/volfence_lab/ceph_releases.py), built with mmdebstrap once into
 #      ~/.cache/volfence/ceph-roots (VOLFENCE_CEPH_ROOTS) and rebuilt only when incomplete.
 #   3. ansible-test's pip bootstrap: ansible-test downloads get-pip.py from a host
 #      that is unreachable here, unless ~/.ansible/test/cache/get_pip_<ver>.py exists.
@@ -125,7 +127,7 @@ setup_venv() {
     local want have=""
     want="$(cd "$REPO" && {
         "$VENV/bin/python" -c 'import sys; print(sys.version)'
-        for f in requirements-test.txt requirements.txt; do
+        for f in requirements-test.txt requirements.txt tools/*/pyproject.toml; do
             if [ -f "$f" ]; then sha256sum "$f"; fi
         done
     } | sha256sum | cut -d' ' -f1)"
@@ -135,8 +137,28 @@ setup_venv() {
         echo "setup.sh: installing requirements-test.txt into $VENV" >&2
         (cd "$REPO" && run_logged "pip install -r requirements-test.txt" \
             "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-test.txt)
+        install_tools
         echo "$want" >"$STAMP"
     fi
+}
+
+# The development tools (tools/<name>/pyproject.toml), editable: their code stays where it is in the
+# checkout. No build isolation: the venv's own setuptools builds them, nothing is downloaded.
+install_tools() {
+    local args=() names=() project
+    for project in "$REPO"/tools/*/pyproject.toml; do
+        [ -f "$project" ] || continue
+        args+=(-e "$(dirname "$project")")
+        names+=("tools/$(basename "$(dirname "$project")")")
+    done
+    [ "${#args[@]}" -eq 0 ] && return 0
+    echo "setup.sh: installing the development tools (${names[*]}) editable into $VENV" >&2
+    # Python 3.12's venv comes without setuptools, the build backend of the tools' pyproject.toml.
+    "$VENV/bin/python" -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 64)' \
+        2>/dev/null || run_logged "pip install setuptools" "$VENV/bin/python" -m pip install --quiet \
+        --disable-pip-version-check "setuptools>=64"
+    run_logged "pip install -e tools/*" "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --no-deps --no-build-isolation "${args[@]}"
 }
 
 install_pip_bootstrap() {
@@ -217,7 +239,7 @@ main() {
         return 0
     fi
     [ "$skip_apt" = 1 ] || install_apt_packages
-    run_logged "building the Ceph release roots" /usr/bin/python3 "$REPO/tests/lab/ceph_releases.py" build
+    run_logged "building the Ceph release roots" /usr/bin/python3 "$REPO/tools/lab/volfence_lab/ceph_releases.py" build
     setup_venv
     install_pip_bootstrap
     setup_oldest_venv

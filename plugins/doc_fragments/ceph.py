@@ -88,3 +88,49 @@ seealso:
     description: How Ceph fences clients.
     link: https://docs.ceph.com/en/latest/rados/operations/control/#osd-subsystem
 '''
+
+    # The options naming one image (argument spec: IMAGE_OPTIONS in module_utils/_ceph_client.py).
+    IMAGE = r'''
+options:
+  image_spec:
+    description:
+      - The image as one string, C(pool/image) or C(pool/namespace/image), as the C(rbd) tool and
+        ceph-csi write it.
+      - Instead of O(pool), O(namespace) and O(image), which it excludes.
+      - A spec of another shape (one part, four parts, an empty part, a snapshot C(@snap), spaces) or
+        a part that starts with C(-) fails before anything is read.
+    type: str
+    version_added: 0.2.0
+  pool:
+    description:
+      - Pool of the image given by O(image) (must not start with C(-)).
+    type: str
+  namespace:
+    description:
+      - RADOS namespace of the image given by O(image) (ceph-csi's C(radosNamespace); must not start
+        with C(-)).
+    type: str
+    default: ''
+  image:
+    description:
+      - Name of the image, in O(pool) (and O(namespace)); must not start with C(-).
+      - O(pool) and O(image) go together; O(image_spec) names the image in one string instead.
+    type: str
+'''
+
+    # The options of an image's lock listing (argument spec: LOCK_LISTING_OPTIONS in module_utils/_ceph_ops.py).
+    LOCK_LISTING = r'''
+options:
+  node_addresses:
+    description:
+      - Node names and their IPs or CIDRs, to name the node each lock is held from.
+    type: dict
+    default: {}
+  query_lock_owners:
+    description:
+      - Also ask librbd for the exclusive-lock owners (C(lock_get_owners)), bindings backend only.
+        That call needs a read-write open of the image, which registers a short-lived watcher of
+        this module; C(exclusive_lock_owners) gives the same owners from the lock list without it.
+    type: bool
+    default: false
+'''

@@ -16,12 +16,26 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
 )
 
 
+def _by_image(value, name, key):
+    """{pool/image: [...]}: a mapping as it is; from a list, rbd_watchers_info's `images` ({spec, watchers})
+    or the `results` of rbd_lock looped over image specs ({item, locks}; one without locks, skipped
+    or failed, adds nothing)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, list):
+        raise AnsibleFilterError("%s must be a mapping or a list, got %s" % (key, type(value).__name__))
+    return dict((entry.get(name), entry[key]) for entry in value
+                if isinstance(entry, dict) and key in entry)
+
+
 def diagnose_stuck_pods(pods, events=None, pvcs=None, pvs=None, volumeattachments=None, nodes=None,
                         watchers=None, locks=None, git_version=None, threshold=120):
     if not isinstance(pods, list):
         raise AnsibleFilterError("diagnose_stuck_pods expects a list of Pod objects, got %s" % type(pods).__name__)
     return diagnose(pods, events or [], pvcs or [], pvs or [], volumeattachments or [], nodes or [],
-                    watchers or {}, locks or {}, git_version, int(threshold))
+                    _by_image(watchers, "spec", "watchers"), _by_image(locks, "item", "locks"), git_version, int(threshold))
 
 
 def diagnosis_table(diagnoses, node_volumes=None):

@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.volfence.csi.plugins.module_utils._node_fences import plan as _plan
+from ansible_collections.volfence.csi.plugins.module_utils._node_fences import plan as _plan, role_problems
 
 
 def _objects(value, what, option):
@@ -54,6 +54,13 @@ def node_fences_plan(nodes, fences, all_nodes=None, state='present', node_select
                  prune_fenced=_flag(prune_fenced, 'prune_fenced'))
 
 
+def node_fences_problems(role_vars):
+    """What is wrong with the node_fences role's variables (a mapping of node_fences_* to their values)."""
+    if not isinstance(role_vars, dict):
+        raise AnsibleFilterError('node_fences_problems: the variables must be a mapping, got %s' % type(role_vars).__name__)
+    return role_problems(role_vars)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'node_fences_plan': node_fences_plan}
+        return {'node_fences_plan': node_fences_plan, 'node_fences_problems': node_fences_problems}

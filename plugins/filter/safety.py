@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.volfence.csi.plugins.module_utils import _safety
 
@@ -113,8 +114,22 @@ def recover_node_states(nodes, names):
     return _safety.node_states(_list(nodes, 'nodes'), names)
 
 
+def _image_locks(values):
+    """Locks with their `image`: lock dicts as they are, or the results of volfence.csi.rbd_lock
+    looped over image specs, whose locks get the loop's item as their image (a result without
+    locks, skipped, adds none)."""
+    out = []
+    for value in _list(values, 'locks'):
+        if isinstance(value, dict) and ('locks' in value or 'item' in value):
+            out.extend(dict(lock, image=lock.get('image') or value.get('item')) for lock in value.get('locks') or [])
+        else:
+            out.append(value)
+    return out
+
+
 def lock_break_plan(locks, pod_node, nodes, leases=None, lease_grace=120, force=False):
-    return _safety.lock_plan(_list(locks, 'locks'), pod_node, _list(nodes, 'nodes'), _list(leases, 'leases'),
+    """locks: rbd_lock `locks`, each with `image`; or the `results` of rbd_lock looped over image specs."""
+    return _safety.lock_plan(_image_locks(locks), pod_node, _list(nodes, 'nodes'), _list(leases, 'leases'),
                              int(lease_grace), bool(force))
 
 
@@ -126,6 +141,15 @@ def pod_claims(pod):
 
 def pod_restart_plan(pods, affected_uids, restart_unowned=False):
     return _safety.restart_plan(_list(pods, 'pods'), _list(affected_uids, 'affected_uids'), bool(restart_unowned))
+
+
+def running_replacements(pods, pod):
+    return _safety.running_replacements(_list(pods, 'pods'), pod or {})
+
+
+def stuck_pod_restart(pod, restart_pod=True, released=None):
+    """released: what the run released for the pod (a list, or a bool); any makes a restart worth it."""
+    return _safety.stuck_pod_restart(pod or {}, boolean(restart_pod, strict=False), bool(released))
 
 
 def failover_remaining_watchers(images, fenced):
@@ -153,4 +177,6 @@ class FilterModule(object):
             'failover_remaining_watchers': failover_remaining_watchers,
             'pod_claims': pod_claims,
             'pod_restart_plan': pod_restart_plan,
+            'running_replacements': running_replacements,
+            'stuck_pod_restart': stuck_pod_restart,
         }

@@ -48,15 +48,6 @@ def ip_error(text):
     return None
 
 
-def parse_ip(value, what='address'):
-    """An IPv4Address or IPv6Address, or ValueError "<what> '<value>' is not an IP address"."""
-    text = _text(value, what)
-    try:
-        return ipaddress.ip_address(u'%s' % text)
-    except ValueError:
-        raise ValueError('%s %s is not an IP address' % (what, quoted(value)))
-
-
 def _prefix_length(addr, prefix):
     """(length, None) for a prefix length (or an IPv4 netmask such as 255.255.255.0) valid for `addr`,
     else (None, why)."""

@@ -146,17 +146,18 @@ class ImageSpec(object):
 _NAME = re.compile(r'^[^/@\s]+$')
 
 
-def parse_image_spec(text):
-    """'pool/image' or 'pool/namespace/image' to an ImageSpec. Raises ValueError, also for a part
-    that starts with '-' (I9)."""
+def parse_image_spec(text, what='image spec'):
+    """'pool/image' or 'pool/namespace/image' to an ImageSpec: the one parser of image specs (the
+    `images` and `image_spec` options, the playbooks' `pool/image` strings). Raises ValueError naming
+    `what` (the option), also for a part that starts with '-' (I9)."""
     if not isinstance(text, str) or not text.strip():
-        raise ValueError('image spec must be pool/image or pool/namespace/image, got %r' % (text,))
+        raise ValueError('%s must be pool/image or pool/namespace/image, got %r: nothing was changed' % (what, text))
     parts = text.strip().split('/')
     if len(parts) not in (2, 3) or not all(_NAME.match(p) for p in parts):
-        raise ValueError('image spec %r must be pool/image or pool/namespace/image '
-                         '(no snapshots, no spaces)' % text)
-    for what, part in zip(('pool', 'namespace', 'image') if len(parts) == 3 else ('pool', 'image'), parts):
-        check_name(part, 'image spec %r: %s' % (text, what))
+        raise ValueError('%s %r must be pool/image or pool/namespace/image '
+                         '(no snapshots, no spaces, no empty part): nothing was changed' % (what, text))
+    for part_name, part in zip(('pool', 'namespace', 'image') if len(parts) == 3 else ('pool', 'image'), parts):
+        check_name(part, '%s %r: %s' % (what, text, part_name))
     if len(parts) == 2:
         return ImageSpec(parts[0], '', parts[1])
     return ImageSpec(parts[0], parts[1], parts[2])
@@ -172,6 +173,28 @@ def image_spec(pool, namespace, image):
         raise ValueError('namespace %r is not a valid name' % namespace)
     check_name(namespace, 'namespace')
     return ImageSpec(pool, namespace or '', image)
+
+
+# The options naming one image, shared by rbd_lock, rbd_lock_info and rbd_watchers_info (their
+# documentation: the IMAGE fragment of doc_fragments/ceph.py): the whole spec, or its parts.
+IMAGE_OPTIONS = dict(
+    image_spec=dict(type='str'),
+    pool=dict(type='str'),
+    namespace=dict(type='str', default=''),
+    image=dict(type='str'),
+)
+IMAGE_MUTUALLY_EXCLUSIVE = [('image_spec', 'pool'), ('image_spec', 'namespace'), ('image_spec', 'image')]
+IMAGE_REQUIRED_TOGETHER = [('pool', 'image')]
+
+
+def image_spec_of(params):
+    """The ImageSpec that a module's IMAGE_OPTIONS name (`image_spec`, or `pool`, `namespace` and
+    `image`), None when they name none. Raises ValueError for a bad spec or name."""
+    if params.get('image_spec') is not None:
+        return parse_image_spec(params['image_spec'], 'image_spec')
+    if params.get('image') is None:
+        return None
+    return image_spec(params.get('pool'), params.get('namespace'), params['image'])
 
 
 # --------------------------------------------------------------------------- settings

@@ -39,7 +39,11 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     json_document,
     json_documents,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import describe_locks, select_locks
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
+    describe_locks,
+    exclusive_lock_owners,
+    select_locks,
+)
 
 
 class BlocklistState(object):
@@ -230,6 +234,32 @@ def _finish(client, current, result, done, failed, stop=None):
 
 
 # --------------------------------------------------------------------------- advisory locks
+
+# The options of read_image_locks, shared by rbd_lock_info and rbd_lock (documentation: the
+# LOCK_LISTING fragment of doc_fragments/ceph.py).
+LOCK_LISTING_OPTIONS = dict(
+    node_addresses=dict(type='dict', default={}),
+    query_lock_owners=dict(type='bool', default=False),
+)
+
+
+def read_image_locks(client, spec, node_map=None, query_lock_owners=False):
+    """(listing, warnings): what rbd_lock_info returns of `spec` (and rbd_lock before any change):
+    its locks (`locks`), the exclusive-lock feature's owners among them (`exclusive_lock_owners`)
+    and, with `query_lock_owners`, librbd's own answer (`lock_owners`, else None). librbd not
+    answering is informational: a warning that says why, never a failure."""
+    locks = describe_locks(client.image_locks(spec), node_map)
+    listing = dict(locks=locks, exclusive_lock_owners=exclusive_lock_owners(locks), lock_owners=None)
+    warnings = []
+    if query_lock_owners:
+        try:
+            listing['lock_owners'] = client.lock_owners(spec)
+        except CephError as exc:
+            warnings.append('lock_get_owners could not tell the exclusive-lock owners of %s: %s%s' % (
+                spec, exc.msg, ' (EBUSY: the lock is an advisory lock, not the exclusive-lock feature\'s)'
+                if exc.rc is not None and abs(int(exc.rc)) == errno.EBUSY else ''))
+    return listing, warnings
+
 
 def _lock_key(lock):
     return (lock['id'], lock['locker'])

@@ -62,7 +62,7 @@ class NodeMap(object):
 
 
 def describe_watcher(raw, node_map=None):
-    """A watcher as rbd_watchers returns it, from a backend's {address, client_id, cookie}."""
+    """A watcher as rbd_watchers_info returns it, from a backend's {address, client_id, cookie}."""
     addr = _ip_of(raw['address'])
     return dict(
         address=raw['address'],
@@ -99,7 +99,7 @@ def csi_client_addresses(metadata, node_map=None):
 
 
 def image_report(spec, raw, node_map=None, exclude=None):
-    """Everything rbd_watchers returns for one image."""
+    """Everything rbd_watchers_info returns for one image."""
     watchers, excluded = [], []
     for item in raw.get('watchers', []):
         watcher = describe_watcher(item, node_map)
@@ -132,7 +132,7 @@ MANAGED_LOCK_PREFIX = 'auto '
 
 
 def describe_locks(locks, node_map=None):
-    """Each lock holder as rbd_lock returns it, from a backend's {exclusive, tag, lockers}."""
+    """Each lock holder as rbd_lock_info and rbd_lock return it, from a backend's {exclusive, tag, lockers}."""
     out = []
     for item in locks.get('lockers', []):
         addr = _ip_of(item['address'])

@@ -124,7 +124,7 @@ def pv_rbd_image(pv):
 
 def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
                  now=None, threshold=0):
-    """Diagnose one pod. watchers / locks: {"pool/image": [...]} as rbd_watchers / rbd_lock return."""
+    """Diagnose one pod. watchers / locks: {"pool/image": [...]} as rbd_watchers_info / rbd_lock_info return."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     watchers = watchers or {}
     locks = locks or {}

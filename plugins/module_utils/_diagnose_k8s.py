@@ -38,7 +38,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._diagnose import (
     stuck_pods,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses, node_ready
-from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import get_each
 from ansible_collections.volfence.csi.plugins.module_utils._safety import (
     LEASE_NAMESPACE,
     down_node_volumes,
@@ -71,6 +71,7 @@ FIELD_SELECTORS = {
 START_FAILURE_REASONS = ('Failed', 'FailedMount', 'FailedMapVolume', 'FailedAttachVolume', 'FailedCreatePodContainer')
 
 DEFAULT_PAGE = 500
+READ_WORKERS = 8  # parallel GETs of claims and PVs by name, over one connection pool
 
 _NAMESPACE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 
@@ -81,16 +82,6 @@ def check_namespace(name):
         raise ValueError('namespaces: %r is not a namespace name (at most 63 lowercase letters, digits and "-"); '
                          'nothing was read' % (name,))
     return name
-
-
-def selector_fields(selector):
-    """The field names of a field selector ('a=b,c!=d' -> ['a', 'c'])."""
-    fields = []
-    for part in selector.split(','):
-        name = part.split('!=')[0].split('=')[0].strip()
-        if name:
-            fields.append(name)
-    return fields
 
 
 def _meta(obj):
@@ -185,7 +176,7 @@ def _paths(resource_path, plural, namespaces, group='', version='v1'):
     return [resource_path(group, version, plural)]
 
 
-def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE, now=None):
+def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE, now=None, workers=READ_WORKERS):
     """Read what the diagnosis needs and join it (see the module docstring). Returns a dict:
     server_version, objects (pods: the stuck pods; events, pvcs, pvs, volumeattachments, nodes:
     what their classification reads), stuck (the first classification, without watchers or
@@ -224,12 +215,9 @@ def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE
                 down_pods[_key(pod)] = pod
     listed['pods'] = len(candidates) + len(down_pods)
 
-    pvcs = []
-    for namespace, claim in claim_refs(stuck + list(down_pods.values())):
-        pvc = api.get(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
-                      what=('PersistentVolumeClaim', claim, namespace), missing_ok=True)
-        if pvc is not None:
-            pvcs.append(pvc)
+    pvcs = get_each(api, [(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
+                           ('PersistentVolumeClaim', claim, namespace))
+                          for namespace, claim in claim_refs(stuck + list(down_pods.values()))], workers)
     listed['pvcs'] = len(pvcs)
     pv_names = set(((c.get('spec') or {}).get('volumeName')) for c in pvcs) - set([None, ''])
     all_vas = api.list(resource_path('storage.k8s.io', 'v1', 'volumeattachments'), what=('VolumeAttachment', None),
@@ -238,12 +226,8 @@ def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE
     vas = attachments_concerned(all_vas, pv_names, set(down))
     pv_names |= set(((va.get('spec') or {}).get('source') or {}).get('persistentVolumeName') for va in vas
                     if (va.get('spec') or {}).get('nodeName') in down) - set([None, ''])
-    pvs = []
-    for name in sorted(pv_names):
-        pv = api.get(resource_path('', 'v1', 'persistentvolumes', name), what=('PersistentVolume', name),
-                     missing_ok=True)
-        if pv is not None:
-            pvs.append(pv)
+    pvs = get_each(api, [(resource_path('', 'v1', 'persistentvolumes', name), ('PersistentVolume', name))
+                         for name in sorted(pv_names)], workers)
     listed['pvs'] = len(pvs)
 
     events = events_of(stuck, warnings)
@@ -259,15 +243,6 @@ def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE
 
 
 # --------------------------------------------------------------------------- node_failover / node_recover
-
-READ_WORKERS = 8  # parallel GETs of claims and PVs by name, over one connection pool
-
-
-def _get_each(api, paths, workers):
-    """GET each (path, what) in parallel; the objects that exist, in the order asked. An API error
-    propagates (the read is incomplete, so no decision may be taken on it)."""
-    answers = run_parallel(lambda ref: api.get(ref[0], what=ref[1], missing_ok=True), paths, workers, errors=())
-    return [obj for _ref, obj, _error in answers if obj is not None]
 
 
 def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False, volumes=True,
@@ -298,17 +273,17 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
             if name in known:
                 pods.extend(api.list(resource_path('', 'v1', 'pods'), what=('Pod', None),
                                      field_selector='spec.nodeName=%s' % name, page=page))
-        pvcs = _get_each(api, [(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
-                                ('PersistentVolumeClaim', claim, namespace)) for namespace, claim in claim_refs(pods)],
-                         workers)
+        pvcs = get_each(api, [(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
+                               ('PersistentVolumeClaim', claim, namespace)) for namespace, claim in claim_refs(pods)],
+                        workers)
         all_vas = api.list(resource_path('storage.k8s.io', 'v1', 'volumeattachments'),
                            what=('VolumeAttachment', None), page=page)
         listed['volumeattachments'] = len(all_vas)
         vas = [va for va in all_vas if (va.get('spec') or {}).get('nodeName') in failed]
         pv_names = set((c.get('spec') or {}).get('volumeName') for c in pvcs)
         pv_names |= set(((va.get('spec') or {}).get('source') or {}).get('persistentVolumeName') for va in vas)
-        pvs = _get_each(api, [(resource_path('', 'v1', 'persistentvolumes', name), ('PersistentVolume', name))
-                              for name in sorted(pv_names - set([None, '']))], workers)
+        pvs = get_each(api, [(resource_path('', 'v1', 'persistentvolumes', name), ('PersistentVolume', name))
+                             for name in sorted(pv_names - set([None, '']))], workers)
         listed.update(pods=len(pods), pvcs=len(pvcs), pvs=len(pvs))
     joined = failover_volumes(failed, pods, pvcs, pvs, vas) if volumes else []
     images = []

@@ -39,6 +39,18 @@ def _show(value):
     return text if len(text) <= 80 else text[:77] + '..."'
 
 
+def stat_problem(stat, what='file'):
+    """What makes a file unusable, from ansible.builtin.stat's `stat` of it (on the host that reads
+    it, which may not be the controller), in the words of FileChecks.readable_file; None when usable."""
+    if not (stat or {}).get('exists'):
+        return 'does not exist'
+    if stat.get('isdir'):
+        return 'is a directory, not a %s' % what
+    if not stat.get('readable'):
+        return 'is not readable'
+    return None
+
+
 class FileChecks(object):
     """What the checks need to know of the controller's files (a seam for unit tests)."""
 

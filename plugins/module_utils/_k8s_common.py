@@ -5,19 +5,22 @@
 """Private to volfence.csi: the Kubernetes layer the k8s modules share.
 
 This is the ONLY file of the collection that imports kubernetes.core or the ``kubernetes``
-Python library. Both imports are guarded: a module fails with a clear message when either is
-missing (``check_requirements``), instead of a traceback.
+Python library. kubernetes.core is a dependency of the collection (galaxy.yml), so it is imported
+plainly; the ``kubernetes`` library is guarded: without it a module fails with a clear message
+(``check_requirements``) instead of a traceback.
 
-What comes from kubernetes.core: the authentication options (``AUTH_ARG_SPEC``, documented by
-the ``kubernetes.core.k8s_auth_options`` fragment) and the client creation (``get_api_client``:
-kubeconfig file or dict, context, host, api_key, certificates, proxy, impersonation and the
-``K8S_AUTH_*`` environment variables, exactly as kubernetes.core modules resolve them).
+What comes from kubernetes.core, through its public module_utils: the authentication options
+(``AUTH_ARG_SPEC``, documented by the ``kubernetes.core.k8s_auth_options`` fragment) and the client
+configuration (``get_api_client``: kubeconfig file or dict, context, host, api_key, certificates,
+proxy and the ``K8S_AUTH_*`` environment variables, exactly as kubernetes.core modules resolve
+them; its ``configuration``). What comes from the ``kubernetes`` library, through its public API:
+an ``ApiClient`` on that configuration and ``DynamicClient.request`` (TLS, proxy, the bearer token
+and its refresh by the kubeconfig's hooks).
 
-What this file adds: ``KubeApi``, plain JSON requests over the connection pool of that client
-(no model classes, no discovery), with per-request timeouts, bounded retries of reads, and
-errors that carry the HTTP status, the API's reason and message and the object concerned.
-The request/retry/error logic takes a transport callable, so unit tests drive it without a
-server.
+What this file adds: ``KubeApi``, plain JSON requests (no model classes, no discovery), with
+per-request timeouts, bounded retries of reads, and errors that carry the HTTP status, the API's
+reason and message and the object concerned. The request/retry/error logic takes a transport
+callable, so unit tests drive it without a server.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -33,32 +36,29 @@ import time
 import traceback
 
 try:
-    from urllib.parse import quote, urlencode
+    from urllib.parse import parse_qsl, quote, urlencode
 except ImportError:  # pragma: no cover (Python 2 is not supported, this keeps the import check quiet)
     from urllib import quote, urlencode
+    from urlparse import parse_qsl
 
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import describe, object_ref
+from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_API_RETRIES,
     MAX_CALL_TIMEOUT,
     check_range,
 )
 
-try:
-    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-    K8S_CORE_IMPORT_ERROR = None
-except ImportError:
-    AUTH_ARG_SPEC = None
-    get_api_client = None
-    CoreException = None
-    K8S_CORE_IMPORT_ERROR = traceback.format_exc()
+# kubernetes.core's module_utils import without the kubernetes library (they guard it themselves).
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client, unique_string
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 try:
-    # kubernetes.core >= 6.x: values of an inline kubeconfig dict that must not be logged
+    # kubernetes.core >= 6.3: the values of an inline kubeconfig dict that must not be logged (before 6.3,
+    # kubeconfig is no_log as a whole)
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import (
         extract_sensitive_values_from_kubeconfig,
     )
@@ -66,7 +66,9 @@ except ImportError:
     extract_sensitive_values_from_kubeconfig = None
 
 try:
-    import kubernetes  # noqa: F401  pylint: disable=unused-import
+    import kubernetes.client
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import DynamicApiError
     import urllib3
     KUBERNETES_IMPORT_ERROR = None
 except ImportError:
@@ -74,13 +76,6 @@ except ImportError:
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
 
 USER_AGENT = 'volfence.csi/0.1.0'
-
-# The kubernetes.core authentication option names; used only to let a module start (and fail
-# with a clear message) when kubernetes.core itself cannot be imported.
-_AUTH_OPTION_NAMES = ('kubeconfig', 'context', 'host', 'api_key', 'username', 'password', 'validate_certs',
-                      'ca_cert', 'client_cert', 'client_key', 'proxy', 'no_proxy', 'proxy_headers',
-                      'persist_config', 'impersonate_user', 'impersonate_groups')
-_SECRET_AUTH_OPTIONS = ('api_key', 'password', 'proxy_headers')
 
 # Options of every volfence.csi k8s module besides kubernetes.core's (doc fragment volfence.csi.k8s).
 K8S_COMMON_SPEC = dict(
@@ -91,22 +86,23 @@ K8S_COMMON_SPEC = dict(
 
 def k8s_argument_spec(**extra):
     """kubernetes.core's authentication options + the shared options + a module's own ones."""
-    if AUTH_ARG_SPEC is not None:
-        spec = copy.deepcopy(AUTH_ARG_SPEC)
-    else:
-        spec = dict((name, dict(type='raw', no_log=name in _SECRET_AUTH_OPTIONS)) for name in _AUTH_OPTION_NAMES)
+    spec = copy.deepcopy(AUTH_ARG_SPEC)
     spec.update(copy.deepcopy(K8S_COMMON_SPEC))
     spec.update(extra)
     return spec
 
 
+def k8s_module(argument_spec, **kwargs):
+    """The module object of a volfence.csi k8s module, with check_requirements done: its options are
+    kubernetes.core's authentication options, the shared ones and its own `argument_spec`."""
+    module = VolfenceModule(argument_spec=k8s_argument_spec(**argument_spec), **kwargs)
+    check_requirements(module)
+    return module
+
+
 def check_requirements(module):
-    """Fail the module clearly when kubernetes.core or the kubernetes library is missing; keep the
-    secrets of an inline kubeconfig out of the logs."""
-    if K8S_CORE_IMPORT_ERROR is not None:
-        module.fail_json(msg='This module needs the kubernetes.core collection (6.x) on the controller: '
-                             'ansible-galaxy collection install "kubernetes.core:>=6.0.0,<7.0.0"',
-                         exception=K8S_CORE_IMPORT_ERROR)
+    """Fail the module clearly when the kubernetes library is missing; keep the secrets of an inline
+    kubeconfig out of the logs."""
     if KUBERNETES_IMPORT_ERROR is not None:
         module.fail_json(msg=missing_required_lib('kubernetes', reason='to talk to the Kubernetes API')
                          + ' (interpreter: %s)' % sys.executable,
@@ -129,12 +125,8 @@ class K8sError(Exception):
     def __init__(self, msg, status=None, reason=None, api_message=None, method=None, path=None, obj=None):
         super(K8sError, self).__init__(msg)
         self.msg = msg
-        self.status = status
-        self.reason = reason
-        self.api_message = api_message
-        self.method = method
-        self.path = path
-        self.obj = obj
+        self.status, self.reason, self.api_message = status, reason, api_message   # the API's answer
+        self.method, self.path, self.obj = method, path, obj                       # the request
 
     def fail_kwargs(self):
         """Keyword arguments for fail_json()."""
@@ -182,7 +174,11 @@ def transport_reason(exc):
             continue
         break
     names = set(c.__name__ for c in type(cause).__mro__) | set(c.__name__ for c in type(exc).__mro__)
-    text = str(cause)
+    return _no_answer_reason(names, str(cause))
+
+
+def _no_answer_reason(names, text):
+    """transport_reason() of an error of the classes `names` that says `text`."""
     lowered = text.lower()
     if 'NameResolutionError' in names or 'gaierror' in names or 'name or service not known' in lowered \
             or 'temporary failure in name resolution' in lowered or 'nodename nor servname' in lowered:
@@ -372,30 +368,59 @@ def resource_path(group, version, plural, name=None, namespace=None):
 
 # --------------------------------------------------------------------------- connecting
 
-class _PoolTransport(object):
-    """HTTP over the urllib3 pool of a kubernetes ApiClient built by kubernetes.core: its TLS
-    settings, proxy, auth (bearer token, refreshed by the kubeconfig's hooks) and headers."""
+class _NoDiscovery(object):
+    """The discoverer of a DynamicClient that only sends requests to paths KubeApi builds: it
+    discovers nothing (kubernetes.core's client, created just before, did the discovery)."""
 
-    def __init__(self, api_client):
-        self.api_client = api_client
-        self.configuration = api_client.configuration
-        self.pool = api_client.rest_client.pool_manager
-        self.host = self.configuration.host.rstrip('/')
+    def __init__(self, client, cache_file=None):
+        pass
 
-    def _headers(self, extra):
-        headers = dict(self.api_client.default_headers)  # impersonation headers from kubernetes.core
-        headers['User-Agent'] = USER_AGENT
-        for auth in (self.configuration.auth_settings() or {}).values():
-            if auth.get('in') == 'header' and auth.get('value'):
-                headers[auth['key']] = auth['value']
-        headers.update(extra)
-        return headers
+
+def impersonation_headers(params, environ=None):
+    """[(header, value)] for the impersonate_user and impersonate_groups options, or their
+    K8S_AUTH_IMPERSONATE_USER and K8S_AUTH_IMPERSONATE_GROUPS (comma-separated) variables when the
+    option is not given, as kubernetes.core sends them: one Impersonate-Group header per group."""
+    environ = os.environ if environ is None else environ
+    user = params.get('impersonate_user')
+    if user is None:
+        user = environ.get('K8S_AUTH_IMPERSONATE_USER')
+    groups = params.get('impersonate_groups')
+    if groups is None:
+        groups = [g for g in (environ.get('K8S_AUTH_IMPERSONATE_GROUPS') or '').split(',') if g]
+    headers = [('Impersonate-User', user)] if user else []
+    # kubernetes.core's header name that stays distinct in a dict, so that each group is sent
+    return headers + [(unique_string('Impersonate-Group'), group) for group in groups or []]
+
+
+class _ClientTransport(object):
+    """HTTP through the kubernetes library's public client, on the configuration kubernetes.core built:
+    its TLS settings, proxy and bearer token (refreshed by the kubeconfig's hooks)."""
+
+    def __init__(self, configuration, headers=()):
+        configuration = copy.copy(configuration)
+        # KubeApi retries (reads only, each attempt bounded by request_timeout): the connection pool
+        # must not retry on its own as well.
+        configuration.retries = False
+        api_client = kubernetes.client.ApiClient(configuration)
+        api_client.user_agent = USER_AGENT
+        for name, value in headers:
+            api_client.set_default_header(name, value)
+        self.client = DynamicClient(api_client, discoverer=_NoDiscovery)
+        self.host = configuration.host.rstrip('/')
 
     def __call__(self, method, url, body, headers, timeout):
+        path, _sep, query = url.partition('?')
         try:
-            resp = self.pool.request(method, self.host + url, body=body, headers=self._headers(headers),
-                                     timeout=urllib3.Timeout(connect=min(timeout, 10), read=timeout),
-                                     retries=False, preload_content=True, redirect=False)
+            resp = self.client.request(method, path, body=None if body is None else json.loads(body),
+                                       query_params=parse_qsl(query, keep_blank_values=True),
+                                       header_params=dict(headers), content_type=headers.get('Content-Type'),
+                                       serialize=False, _request_timeout=(min(timeout, 10), timeout))
+        except DynamicApiError as exc:
+            if exc.status:
+                return exc.status, exc.reason, exc.headers, exc.body
+            # Status 0 is no answer: the library's report of a TLS failure, "<error class>\n<its text>".
+            name, _sep, text = (exc.reason or '').partition('\n')
+            raise TransportError(_no_answer_reason(set([name]), text or name))
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(transport_reason(exc))
         return resp.status, resp.reason, resp.headers, resp.data
@@ -492,8 +517,6 @@ def connect(module):
                                  'contexts, clusters and users): %s: %s; nothing was done'
                                  % (kubeconfig, type(exc).__name__, exc))
         raise K8sConnectionError('Could not connect to the Kubernetes API%s: %s: %s' % (where, type(exc).__name__, exc))
-    # kubernetes.core internals reached here (see the module docstring): K8SClient.client is its
-    # K8SDynamicClient, whose .client is the kubernetes ApiClient.
-    api_client = k8s_client.client.client
-    return KubeApi(_PoolTransport(api_client), timeout=timeout,
+    transport = _ClientTransport(k8s_client.configuration, impersonation_headers(params))
+    return KubeApi(transport, timeout=timeout,
                    retries=params.get('api_retries') if params.get('api_retries') is not None else 3)

@@ -17,19 +17,17 @@ __metaclass__ = type
 
 import time
 
-try:
-    from concurrent.futures import ThreadPoolExecutor
-except ImportError:  # pragma: no cover
-    ThreadPoolExecutor = None
-
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    RETRYABLE_STATUSES,
     K8sApiError,
-    K8sConnectionError,
     K8sError,
     K8sNotInstalled,
     K8sRefused,
     resource_path,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import (
+    read_named,
+    wait_until_settled,
+    write_with_reread,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
     ADDONS_NODES,
@@ -67,9 +65,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._node_fences import (
     SET_LABEL,
     plan as node_fences_plan,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
 
 KIND = 'NetworkFence'
-_GET_EACH_LIMIT = 10
 
 
 def fence_path(name=None):
@@ -108,13 +106,8 @@ class NetworkFences(object):
             fences = dict((f['metadata']['name'], f) for f in self.listed_fences)
             self.listed_fences = None   # once: polls after writes read afresh
             return fences if names is None else dict((n, fences[n]) for n in names if n in fences)
-        if names is not None and len(names) <= _GET_EACH_LIMIT:
-            out = {}
-            for name in names:
-                obj = self.api.get(fence_path(name), what=(KIND, name), missing_ok=True)
-                if obj is not None:
-                    out[name] = obj
-            return out
+        if names is not None:
+            return read_named(self.api, fence_path, KIND, names)
         return dict((f['metadata']['name'], f) for f in self.api.list(fence_path(), what=(KIND, None)))
 
     def read_classes(self):
@@ -333,39 +326,9 @@ class NetworkFences(object):
         return failures
 
     def _parallel(self, plans, func, failures):
-        def one(plan):
-            try:
-                func(plan)
-            except K8sError as exc:
-                plan.error = exc.msg
-                return plan.name, exc
-            return None
-        if not plans:
-            return
-        if len(plans) == 1 or ThreadPoolExecutor is None or self.workers <= 1:
-            outcomes = [one(p) for p in plans]
-        else:
-            with ThreadPoolExecutor(max_workers=min(self.workers, len(plans))) as pool:
-                outcomes = list(pool.map(one, plans))
-        failures.extend(o for o in outcomes if o is not None)
-
-    def _retrying(self, plan, attempt_fn, reread_fn):
-        """attempt_fn() writes; on a conflict, a server error or a lost answer, reread_fn() re-reads and
-        returns True when nothing is left to do."""
-        attempts = self.api.retries + 1
-        for attempt in range(attempts):
-            try:
-                attempt_fn()
-                return
-            except K8sApiError as exc:
-                if attempt + 1 >= attempts or not (exc.status == 409 or exc.status in RETRYABLE_STATUSES):
-                    raise
-            except K8sConnectionError:
-                if attempt + 1 >= attempts:
-                    raise
-            self.sleep(min(0.2 * (2 ** attempt), 2.0))
-            if reread_fn():
-                return
+        for plan, _value, exc in run_parallel(func, plans, self.workers, errors=(K8sError,)):
+            if exc is not None:
+                _fail(plan, exc, failures)
 
     def _write(self, plan, reset_status):
         name = plan.name
@@ -378,7 +341,7 @@ class NetworkFences(object):
             def reread_create():
                 fresh = self.api.get(path, what=(KIND, name), missing_ok=True)
                 if fresh is None:
-                    return False
+                    return None
                 spec = fresh.get('spec') or {}
                 want = plan.body['spec']
                 if (spec.get('fenceState') == want['fenceState'] and same_cidrs(spec.get('cidrs'), want['cidrs'])
@@ -389,7 +352,7 @@ class NetworkFences(object):
                     return True
                 raise K8sRefused('NetworkFence %s appeared meanwhile with another spec (%s); not overwritten'
                                  % (name, spec), obj=dict(kind=KIND, name=name))
-            self._retrying(plan, create, reread_create)
+            write_with_reread(create, reread_create, self.api.retries, self.sleep)
             return
 
         state = dict(current=plan.existing, reset=False)
@@ -427,9 +390,9 @@ class NetworkFences(object):
                 plan.changed = True   # most likely our write, whose answer was lost
                 return True
             plan.patch = replan.patch
-            return False
+            return None
         try:
-            self._retrying(plan, update, reread_update)
+            write_with_reread(update, reread_update, self.api.retries, self.sleep)
         except K8sError as exc:
             if state['reset'] and not plan.changed:
                 exc.msg += ('; the spec was not changed, but status.result/message had already been cleared (the '
@@ -460,68 +423,49 @@ class NetworkFences(object):
                 plan.obj = fresh
                 plan.changed = True
                 return True
-            return False
-        self._retrying(plan, delete, reread)
-
-    def _poll(self, plans):
-        names = [p.name for p in plans]
-        return self.read_fences(names)
-
-    def _poll_or_fail(self, pending, failures):
-        """The pending fences as they are now, or None once a failed read was recorded for all of them."""
-        try:
-            return self._poll(pending)
-        except K8sError as exc:
-            for plan in pending:
-                plan.error = exc.msg
-                failures.append((plan.name, exc))
             return None
+        write_with_reread(delete, reread, self.api.retries, self.sleep)
+
+    def _poll_round(self, settle, failures):
+        """A poll_round (wait_until_settled) that reads the pending fences once and keeps the plans for
+        which settle(plan, fence or None) is true; a failed read is recorded for all of them."""
+        def poll_round(pending):
+            try:
+                current = self.read_fences([p.name for p in pending])
+            except K8sError as exc:
+                for plan in pending:
+                    _fail(plan, exc, failures)
+                return []
+            return [plan for plan in pending if settle(plan, current.get(plan.name))]
+        return poll_round
 
     def _wait_outcomes(self, plans, wait_timeout, wait_sleep, failures):
-        deadline = self.clock() + wait_timeout
-        pending = list(plans)
-        while pending:
-            current = self._poll_or_fail(pending, failures)
-            if current is None:
-                return
-            still = []
-            for plan in pending:
-                fence = current.get(plan.name)
-                if fence is None:
-                    plan.error = 'NetworkFence %s disappeared while waiting for its result' % plan.name
-                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
-                    continue
-                plan.obj = fence
-                outcome = fence_outcome(fence, plan.fence_state)
-                if outcome is None:
-                    still.append(plan)
-                    continue
-                plan.outcome = outcome
-                if outcome == FAILED:
-                    status = fence.get('status') or {}
-                    plan.error = 'NetworkFence %s: the CSI-Addons controller reports Failed (%s): %s' % (
-                        plan.name, 'unfence before delete' if plan.action == UNFENCE_DELETE else plan.fence_state,
-                        status.get('message') or 'no message')
-                    if plan.action == UNFENCE_DELETE:
-                        plan.error += '; the fence was NOT deleted (it now asks for Unfenced)'
-                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
-            pending = still
-            if not pending:
-                return
-            if self.clock() >= deadline:
-                served, nodes = self.addons_nodes_safe()
-                for plan in pending:
-                    driver = fence_driver(plan.obj, self.classes)
-                    connected = [n for n in nodes if n['driver'] == driver and n['state'] == 'Connected']
-                    hint = '' if connected else ' (no Connected CSIAddonsNode for driver %s%s)' % (
-                        driver, '' if served else ': CSI-Addons is not installed')
-                    plan.error = ('NetworkFence %s: no result from the CSI-Addons controller after wait_timeout=%ss%s'
-                                  % (plan.name, wait_timeout, hint))
-                    if plan.action == UNFENCE_DELETE:
-                        plan.error += '; the fence was NOT deleted (it now asks for Unfenced)'
-                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
-                return
-            self.sleep(wait_sleep)
+        def still_waiting(plan, fence):
+            if fence is None:
+                _fail_with(plan, 'NetworkFence %s disappeared while waiting for its result' % plan.name, failures)
+                return False
+            plan.obj = fence
+            outcome = fence_outcome(fence, plan.fence_state)
+            if outcome is None:
+                return True
+            plan.outcome = outcome
+            if outcome == FAILED:
+                _fail_with(plan, 'NetworkFence %s: the CSI-Addons controller reports Failed (%s): %s%s' % (
+                    plan.name, 'unfence before delete' if plan.action == UNFENCE_DELETE else plan.fence_state,
+                    (fence.get('status') or {}).get('message') or 'no message', _not_deleted(plan)), failures)
+            return False
+        pending = wait_until_settled(plans, self._poll_round(still_waiting, failures), wait_timeout, wait_sleep,
+                                     self.sleep, self.clock)
+        if not pending:
+            return
+        served, nodes = self.addons_nodes_safe()
+        for plan in pending:
+            driver = fence_driver(plan.obj, self.classes)
+            connected = [n for n in nodes if n['driver'] == driver and n['state'] == 'Connected']
+            hint = '' if connected else ' (no Connected CSIAddonsNode for driver %s%s)' % (
+                driver, '' if served else ': CSI-Addons is not installed')
+            _fail_with(plan, 'NetworkFence %s: no result from the CSI-Addons controller after wait_timeout=%ss%s%s' % (
+                plan.name, wait_timeout, hint, _not_deleted(plan)), failures)
 
     def addons_nodes_safe(self):
         try:
@@ -530,28 +474,30 @@ class NetworkFences(object):
             return True, []
 
     def _wait_gone(self, plans, wait_timeout, wait_sleep, failures):
-        deadline = self.clock() + wait_timeout
-        pending = [p for p in plans if not p.gone]
-        while pending:
-            current = self._poll_or_fail(pending, failures)
-            if current is None:
-                return
-            still = []
-            for plan in pending:
-                fence = current.get(plan.name)
-                if fence is None:
-                    plan.gone = True
-                else:
-                    plan.obj = fence
-                    still.append(plan)
-            pending = still
-            if not pending:
-                return
-            if self.clock() >= deadline:
-                for plan in pending:
-                    fins = (plan.obj.get('metadata') or {}).get('finalizers') or []
-                    plan.error = ('NetworkFence %s still exists after wait_timeout=%ss (finalizers: %s; the CSI-Addons '
-                                  'controller removes its own)' % (plan.name, wait_timeout, ', '.join(fins) or 'none'))
-                    failures.append((plan.name, K8sError(plan.error, obj=dict(kind=KIND, name=plan.name))))
-                return
-            self.sleep(wait_sleep)
+        def still_there(plan, fence):
+            if fence is None:
+                plan.gone = True
+                return False
+            plan.obj = fence
+            return True
+        for plan in wait_until_settled([p for p in plans if not p.gone], self._poll_round(still_there, failures),
+                                       wait_timeout, wait_sleep, self.sleep, self.clock):
+            fins = (plan.obj.get('metadata') or {}).get('finalizers') or []
+            _fail_with(plan, 'NetworkFence %s still exists after wait_timeout=%ss (finalizers: %s; the CSI-Addons '
+                             'controller removes its own)' % (plan.name, wait_timeout, ', '.join(fins) or 'none'),
+                       failures)
+
+
+def _fail(plan, exc, failures):
+    """Records that `plan` failed with the K8sError `exc`."""
+    plan.error = exc.msg
+    failures.append((plan.name, exc))
+
+
+def _fail_with(plan, msg, failures):
+    _fail(plan, K8sError(msg, obj=dict(kind=KIND, name=plan.name)), failures)
+
+
+def _not_deleted(plan):
+    """What a failed unfence-before-delete left: the fence, asking for Unfenced."""
+    return '; the fence was NOT deleted (it now asks for Unfenced)' if plan.action == UNFENCE_DELETE else ''

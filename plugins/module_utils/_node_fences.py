@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import json
 import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses
@@ -38,29 +39,67 @@ _NAME_PREFIX = re.compile(r'^[a-z0-9]([-a-z0-9.]*[-a-z0-9])?$')
 _LABEL_VALUE = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
 
 
-def check_options(opts, prefix='node_fences.'):
-    """Raises ValueError naming the first option of a plan that cannot be made (the role's variables, or
-    volfence.csi.networkfence's node_fences): set, name_prefix, address_types, extra_cidrs."""
+def option_problems(opts, prefix='node_fences.'):
+    """Every option of a plan that cannot be made (the role's variables, or volfence.csi.networkfence's
+    node_fences), each named with `prefix`: set, name_prefix, address_types, extra_cidrs."""
+    problems = []
     if not _LABEL_VALUE.match(opts.get('set') or ''):
-        raise ValueError('%sset must be a label value: at most 63 letters, digits, "-", "_", "." (got %r)'
-                         % (prefix, opts.get('set')))
+        problems.append('%sset must be a label value: at most 63 letters, digits, "-", "_", "." (got %r)'
+                        % (prefix, opts.get('set')))
     name_prefix = opts.get('name_prefix') or ''
     if len(name_prefix) > 200 or (name_prefix and not _NAME_PREFIX.match(name_prefix)):
-        raise ValueError('%sname_prefix must be empty or at most 200 lowercase letters, digits, "-" and ".", '
-                         'starting with a letter or digit (got %r)' % (prefix, name_prefix))
+        problems.append('%sname_prefix must be empty or at most 200 lowercase letters, digits, "-" and ".", '
+                        'starting with a letter or digit (got %r)' % (prefix, name_prefix))
     if not opts.get('address_types'):
-        raise ValueError('%saddress_types must not be empty' % prefix)
+        problems.append('%saddress_types must not be empty' % prefix)
     extra = opts.get('extra_cidrs') or {}
     if not isinstance(extra, dict):
-        raise ValueError('%sextra_cidrs must map node names to lists of CIDRs' % prefix)
+        problems.append('%sextra_cidrs must map node names to lists of CIDRs' % prefix)
+        extra = {}
     for node, cidrs in sorted(extra.items()):
         if not isinstance(cidrs, list) or not all(isinstance(c, str) for c in cidrs):
-            raise ValueError('%sextra_cidrs must map node names to lists of CIDRs (got %r for %s)'
-                             % (prefix, cidrs, node))
+            problems.append('%sextra_cidrs must map node names to lists of CIDRs (got %r for %s)'
+                            % (prefix, cidrs, node))
+            continue
         try:
             normalize_cidrs(cidrs)
         except ValueError as exc:
-            raise ValueError('%sextra_cidrs of %s: %s' % (prefix, node, exc))
+            problems.append('%sextra_cidrs of %s: %s' % (prefix, node, exc))
+    return problems
+
+
+def check_options(opts, prefix='node_fences.'):
+    """Raises ValueError naming the first problem of option_problems()."""
+    problems = option_problems(opts, prefix)
+    if problems:
+        raise ValueError(problems[0])
+
+
+def role_problems(role_vars):
+    """Every problem of the node_fences role's variables (node_fences_*) that its argument spec cannot
+    express: the plan's options (option_problems) and the relations between the fence's shape
+    (a NetworkFenceClass, or the deprecated driver with its secret and parameters), and the bounds."""
+    v = dict(role_vars or {})
+    problems = option_problems(dict(set=v.get('node_fences_set'), name_prefix=v.get('node_fences_name_prefix'),
+                                    address_types=v.get('node_fences_address_types'),
+                                    extra_cidrs=v.get('node_fences_extra_cidrs')), 'node_fences_')
+    fence_class, driver = v.get('node_fences_network_fence_class') or '', v.get('node_fences_driver') or ''
+    secret_name, secret_namespace = v.get('node_fences_secret_name') or '', v.get('node_fences_secret_namespace') or ''
+    if v.get('node_fences_state', 'present') != 'absent' and bool(fence_class) == bool(driver):
+        problems.append('give exactly one of node_fences_network_fence_class (a NetworkFenceClass) or node_fences_driver '
+                        '(the deprecated shape, with node_fences_secret_name and node_fences_secret_namespace); got class '
+                        '%s and driver %s' % (json.dumps(fence_class), json.dumps(driver)))
+    if driver and not (secret_name and secret_namespace):
+        problems.append('node_fences_driver needs node_fences_secret_name and node_fences_secret_namespace '
+                        '(the secret the driver fences with)')
+    if fence_class and (secret_name or secret_namespace or v.get('node_fences_parameters')):
+        problems.append('node_fences_secret_* and node_fences_parameters belong in the NetworkFenceClass %s, '
+                        'not in fences that use it' % fence_class)
+    if int(v.get('node_fences_wait_timeout', 0)) < 0:
+        problems.append('node_fences_wait_timeout must be 0 or more')
+    if int(v.get('node_fences_parallel', 1)) < 1:
+        problems.append('node_fences_parallel must be at least 1')
+    return problems
 
 
 def _sha256(text):

@@ -23,12 +23,13 @@ __metaclass__ = type
 import time
 
 from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import DEFAULT_PAGE, check_namespace
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    RETRYABLE_STATUSES,
-    K8sApiError,
-    K8sConnectionError,
-    K8sError,
-    resource_path,
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sApiError, K8sError, resource_path
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import (
+    count_message,
+    is_retryable_write_error,
+    list_grouped,
+    wait_until_settled,
+    write_with_reread,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
@@ -41,9 +42,6 @@ DELETED = 'deleted'
 ABSENT = 'absent'
 FAILED = 'failed'
 RETRY = 'retry'
-
-# With more namespaces than this, one cluster-wide list per poll is cheaper than one list each.
-_LIST_EACH_LIMIT = 10
 
 
 # --------------------------------------------------------------------------- input (pure)
@@ -153,12 +151,7 @@ def error_outcome(exc, uid):
             return ABSENT
         if exc.status == 409 and uid and 'precondition' in (exc.api_message or exc.msg or '').lower():
             return ABSENT
-        if exc.status == 409 or exc.status in RETRYABLE_STATUSES:
-            return RETRY
-        return FAILED
-    if isinstance(exc, K8sConnectionError):
-        return RETRY
-    return FAILED
+    return RETRY if is_retryable_write_error(exc) else FAILED
 
 
 def user_error(exc):
@@ -174,8 +167,8 @@ def user_error(exc):
 def failure_message(failed, total, deleted, absent):
     """The module's message when some pods could not be deleted: each one and why, and what became of
     the others."""
-    msg = '%d of %d pod(s) could not be force-deleted: %s' % (
-        len(failed), total, '; '.join('%s/%s: %s' % (f['namespace'], f['name'], f['error']) for f in failed))
+    msg = count_message('pod(s) could not be force-deleted',
+                        ['%s/%s: %s' % (f['namespace'], f['name'], f['error']) for f in failed], total)
     if deleted or absent:
         msg += ' (the other %d were handled: %d deleted, %d already gone or replaced)' % (
             deleted + absent, deleted, absent)
@@ -230,29 +223,25 @@ class PodDeleter(object):
         namespace, name, uid = pod['namespace'], pod['name'], pod['uid']
         what = (POD_KIND, name, namespace)
         path = pod_path(namespace, name)
-        attempts = self.api.retries + 1
-        for attempt in range(attempts):
+
+        def delete():
             try:
                 answer = self.api.request('DELETE', path, body=delete_body(grace_period, uid), what=what)
-                return DELETED, ((answer or {}).get('metadata') or {}).get('uid') or uid
             except K8sError as exc:
-                outcome = error_outcome(exc, uid)
-                if outcome == ABSENT:
-                    if exc.status == 404:
-                        return ABSENT, 'not found: already gone'
-                    return ABSENT, 'replaced: %s; the pod of that name is another one, it is left alone' % (
-                        exc.api_message or exc.msg)
-                if outcome == FAILED or attempt + 1 >= attempts:
+                if error_outcome(exc, uid) != ABSENT:
                     raise
-            # A conflict, a server error or a lost answer: look again before deleting again.
-            self.sleep(min(0.2 * (2 ** attempt), 2.0))
+                if exc.status == 404:
+                    return ABSENT, 'not found: already gone'
+                return ABSENT, 'replaced: %s; the pod of that name is another one, it is left alone' % (
+                    exc.api_message or exc.msg)
+            return DELETED, ((answer or {}).get('metadata') or {}).get('uid') or uid
+
+        def reread():
             current = self.api.get(path, what=what, missing_ok=True)
             if current is None:
                 return DELETED, uid   # the DELETE whose answer was lost (or failed late) went through
-            gone = self._present_or_absent(pod, current)
-            if gone:
-                return gone
-        raise K8sError('Failed to delete %s/%s' % (namespace, name))  # pragma: no cover (the loop returns or raises)
+            return self._present_or_absent(pod, current)
+        return write_with_reread(delete, reread, self.api.retries, self.sleep)
 
 
 # --------------------------------------------------------------------------- replacement pods
@@ -300,19 +289,14 @@ class ReplacementPods(object):
 
     def running_pods(self, namespaces):
         """The Running pods of `namespaces` (one paged list each, or one cluster-wide when there are many)."""
-        namespaces = sorted(set(namespaces))
-        if not namespaces:
-            return []
-        if len(namespaces) > _LIST_EACH_LIMIT:
-            wanted = set(namespaces)
-            pods = [p for p in self.api.list(pod_path(None), what=(POD_KIND, None), field_selector=self.FIELD_SELECTOR,
-                                             page=self.page)
-                    if (p.get('metadata') or {}).get('namespace') in wanted]
-        else:
-            pods = []
-            for namespace in namespaces:
-                pods.extend(self.api.list(pod_path(namespace), what=(POD_KIND, None, namespace),
-                                          field_selector=self.FIELD_SELECTOR, page=self.page))
+        by_namespace = list_grouped(
+            namespaces,
+            lambda namespace: self.api.list(pod_path(namespace), what=(POD_KIND, None, namespace),
+                                            field_selector=self.FIELD_SELECTOR, page=self.page),
+            lambda: self.api.list(pod_path(None), what=(POD_KIND, None), field_selector=self.FIELD_SELECTOR,
+                                  page=self.page),
+            lambda pod: (pod.get('metadata') or {}).get('namespace'))
+        pods = [pod for _namespace, listed in sorted(by_namespace.items()) for pod in listed]
         self.listed += len(pods)
         return pods
 
@@ -324,14 +308,11 @@ class ReplacementPods(object):
     def wait(self, claims, exclude_nodes=(), wait_timeout=120, wait_sleep=1):
         """(running, waiting, timed_out): polls the waiting claims' namespaces until no claim waits or
         `wait_timeout` passed. A claim once seen with a Running pod stays in `running`."""
-        deadline = self.clock() + wait_timeout
-        running, waiting = [], list(claims)
-        while True:
+        running = []
+
+        def poll_round(waiting):
             found, still = self.poll(waiting, exclude_nodes)
             running.extend(found)
-            waiting = [c for c in waiting if '%s/%s' % c in still]
-            if not waiting:
-                return sorted(running, key=lambda r: r['claim']), [], False
-            if self.clock() >= deadline:
-                return sorted(running, key=lambda r: r['claim']), ['%s/%s' % c for c in waiting], True
-            self.sleep(max(0.0, min(wait_sleep, deadline - self.clock())))
+            return [c for c in waiting if '%s/%s' % c in still]
+        waiting = wait_until_settled(claims, poll_round, wait_timeout, wait_sleep, self.sleep, self.clock)
+        return sorted(running, key=lambda r: r['claim']), ['%s/%s' % c for c in waiting], bool(waiting)

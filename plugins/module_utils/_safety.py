@@ -6,7 +6,7 @@
 
 Every destructive step of the collection (fence, unfence, lock break, pod force-delete,
 VolumeAttachment removal) is decided here, by pure functions over plain data (Kubernetes objects
-as JSON dicts, rbd_watchers / rbd_lock / ceph_blocklist_info results). No I/O: the playbooks reach
+as JSON dicts, rbd_watchers_info / rbd_lock_info / ceph_blocklist_info results). No I/O: the playbooks reach
 these functions through the volfence.csi filters, the modules call them directly. Each decision
 names the invariant (I1..I9 of docs/safety.md) that makes it safe, or says why it was refused.
 """
@@ -199,7 +199,7 @@ def fence_plan(images, failed_node, nodes, leases=None, lease_grace=120, daemon_
                fence_unknown=False, force=False, now=None):
     """Split the watchers of the failed node's images into those to fence and those to keep (I1).
 
-    images: rbd_watchers' `images` (watchers with `address`; csi_client_addresses with node, ip).
+    images: rbd_watchers_info' `images` (watchers with `address`; csi_client_addresses with node, ip).
     failed_node: the failed node, or a list of failed nodes (a rack): one plan across them.
     nodes, leases: Node and Lease objects as k8s_info returns them. The watchers' own `node` field
     is not trusted: owners are re-derived from every address of every node, after normalising.
@@ -608,7 +608,7 @@ IN_TREE_LOCK_PREFIX = 'kubelet_lock_magic_'
 def lock_plan(locks, pod_node, nodes, leases=None, lease_grace=120, force=False, now=None):
     """Which RBD advisory locks on a stuck pod's images may be broken (I4).
 
-    locks: rbd_lock `locks`, each with `image` added. pod_node: the stuck pod's node (its own locks
+    locks: rbd_lock_info `locks`, each with `image` added. pod_node: the stuck pod's node (its own locks
     are never broken). The holder is tied to a node by the lock's address (any node address type,
     normalised) and by an in-tree lock id kubelet_lock_magic_<node>; both must agree on one node.
     A lock is broken only when that node exists and is provably down (not Ready, Lease older than
@@ -735,8 +735,8 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     """Which of the failed node's pods may be force-deleted and attachments removed (I6).
 
     volumes: [{pv, driver, kind, image, attachments: [VolumeAttachment names], claims: [ns/name]}] of the
-    failed node (failover_volumes()). images, missing: rbd_watchers `images` and `missing` read before
-    the fence; fence: fence_plan(); watchers_after: rbd_watchers `images` read after the fence (None
+    failed node (failover_volumes()). images, missing: rbd_watchers_info `images` and `missing` read before
+    the fence; fence: fence_plan(); watchers_after: rbd_watchers_info `images` read after the fence (None
     in check mode: the plan's prediction is used). fenced_cidrs / networkfence_ok: the node's
     NetworkFence and whether the controller reported it Fenced.
     failed_node may be a list of failed nodes (one release step across them).
@@ -1081,15 +1081,64 @@ def down_node_volumes(nodes, pods, pvcs, pvs, attachments):
 def restart_plan(pods, affected_uids, restart_unowned=False):
     """Which pods to delete so that they mount again (FUSE recovery): those whose uid is among
     affected_uids (their mount was repaired) and that a controller recreates; a pod no controller
-    owns would be gone for good, so it is only listed unless restart_unowned."""
+    owns would be gone for good, so it is only listed unless restart_unowned. `wait`: the
+    restarted pods a controller recreates, those whose replacement to wait for."""
     affected = set(affected_uids or [])
     restart, unowned = [], []
     for pod in pods or []:
         meta = pod.get('metadata') or {}
         if meta.get('uid') not in affected:
             continue
-        if meta.get('ownerReferences') or restart_unowned:
+        if controller_of(pod) is not None or restart_unowned:
             restart.append(pod)
         else:
             unowned.append(pod)
-    return dict(affected=restart + unowned, restart=restart, unowned=unowned)
+    return dict(affected=restart + unowned, restart=restart, unowned=unowned,
+                wait=[pod for pod in restart if controller_of(pod) is not None])
+
+
+def _owner_key(reference):
+    # the API requires an owner's uid; a hand-written object without one is matched by kind and name
+    return reference.get('uid') or (reference.get('kind'), reference.get('name'))
+
+
+def controller_of(pod):
+    """The ownerReference of the controller that recreates `pod` (the one marked controller, else
+    the first), None for a pod no controller owns: deleted, it is gone for good."""
+    references = [r for r in ((pod or {}).get('metadata') or {}).get('ownerReferences') or [] if isinstance(r, dict)]
+    controllers = [r for r in references if r.get('controller')]
+    return (controllers or references or [None])[0]
+
+
+def running_replacements(pods, pod):
+    """'namespace/name' of the pods among `pods` that replace `pod`: Running, owned by the same
+    controller, not `pod` itself (another uid) and not being deleted. Empty for a pod no controller
+    owns (nothing replaces it)."""
+    controller = controller_of(pod)
+    if controller is None:
+        return []
+    meta = pod.get('metadata') or {}
+    out = []
+    for other in pods or []:
+        other_meta = (other or {}).get('metadata') or {}
+        if (other_meta.get('uid') == meta.get('uid') or other_meta.get('deletionTimestamp')
+                or other_meta.get('namespace') != meta.get('namespace')
+                or ((other or {}).get('status') or {}).get('phase') != 'Running'):
+            continue
+        owners = [_owner_key(r) for r in other_meta.get('ownerReferences') or [] if isinstance(r, dict)]
+        if _owner_key(controller) in owners:
+            out.append('%s/%s' % (other_meta.get('namespace'), other_meta.get('name')))
+    return sorted(out)
+
+
+def stuck_pod_restart(pod, restart_pod=True, released=False):
+    """Whether to delete a stuck pod so that it mounts again, and why: only when the run released
+    something it waited on (released), the user did not turn restarts off (restart_pod), and a
+    controller recreates it (deleting a pod nobody owns loses it). {restart, reason}."""
+    if not restart_pod:
+        return dict(restart=False, reason='restart_pod is false')
+    if not released:
+        return dict(restart=False, reason='nothing was released, so a restart would not help')
+    if controller_of(pod) is None:
+        return dict(restart=False, reason='no controller would recreate it')
+    return dict(restart=True, reason='its controller recreates it')

@@ -20,12 +20,16 @@ import difflib
 import time
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    RETRYABLE_STATUSES,
     K8sApiError,
-    K8sConnectionError,
     K8sError,
     K8sRefused,
     resource_path,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import (
+    list_grouped,
+    read_named,
+    wait_until_settled,
+    write_with_reread,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import parse_kube_version, utcnow
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
@@ -44,14 +48,20 @@ from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment imp
 VA_KIND = 'VolumeAttachment'
 PV_KIND = 'PersistentVolume'
 
-# Above this many distinct objects, one LIST is cheaper than one GET each.
-_GET_EACH_LIMIT = 10
 # Node names a warning lists at most.
 _NODES_SHOWN = 30
 
 
 def va_path(name=None):
     return resource_path('storage.k8s.io', 'v1', 'volumeattachments', name)
+
+
+def pv_path(name=None):
+    return resource_path('', 'v1', 'persistentvolumes', name)
+
+
+def node_path(name=None):
+    return resource_path('', 'v1', 'nodes', name)
 
 
 class VolumeAttachments(object):
@@ -91,15 +101,11 @@ class VolumeAttachments(object):
         there are few, else with one LIST)."""
         if name is not None:
             names = [name]
-        if names is not None and len(set(names)) <= _GET_EACH_LIMIT:
-            vas = [va for va in (self.api.get(va_path(n), what=(VA_KIND, n), missing_ok=True)
-                                 for n in sorted(set(names))) if va is not None]
+        if names is not None:
+            vas = [va for _name, va in sorted(read_named(self.api, va_path, VA_KIND, names).items())]
         else:
             vas = self.api.list(va_path(), what=(VA_KIND, None))
             self._all_vas = vas
-        if names is not None:
-            wanted = set(names)
-            vas = [va for va in vas if (va.get('metadata') or {}).get('name') in wanted]
         return [va for va in vas if matches(va, None, persistent_volume, node, attacher)]
 
     def unknown_node_warning(self, node, selected):
@@ -115,8 +121,7 @@ class VolumeAttachments(object):
         vas = self._all_vas if self._all_vas is not None else self.api.list(va_path(), what=(VA_KIND, None))
         if any((va.get('spec') or {}).get('nodeName') == node for va in vas):
             return None
-        names = sorted((n.get('metadata') or {}).get('name') for n in self.api.list(
-            resource_path('', 'v1', 'nodes'), what=('Node', None)))
+        names = sorted((n.get('metadata') or {}).get('name') for n in self.api.list(node_path(), what=('Node', None)))
         names = [n for n in names if n]
         close = difflib.get_close_matches(node, names, n=3, cutoff=0.6)
         more = len(names) - _NODES_SHOWN
@@ -133,50 +138,26 @@ class VolumeAttachments(object):
                              '(nothing was changed)' % name, obj=dict(kind=PV_KIND, name=name))
 
     def _load_pvs(self, names):
-        wanted = sorted(set(n for n in names if n and n not in self._pvs))
-        if not wanted:
-            return
-        if len(wanted) <= _GET_EACH_LIMIT:
-            for name in wanted:
-                self._pvs[name] = self.api.get(resource_path('', 'v1', 'persistentvolumes', name),
-                                               what=(PV_KIND, name), missing_ok=True)
-        else:
-            listed = dict((pv['metadata']['name'], pv)
-                          for pv in self.api.list(resource_path('', 'v1', 'persistentvolumes'), what=(PV_KIND, None)))
-            for name in wanted:
-                self._pvs[name] = listed.get(name)
+        self._load_named(self._pvs, pv_path, PV_KIND, names)
 
     def _load_nodes(self, names):
-        wanted = sorted(set(n for n in names if n and n not in self._nodes))
-        if not wanted:
-            return
-        if len(wanted) <= _GET_EACH_LIMIT:
-            for name in wanted:
-                self._nodes[name] = self.api.get(resource_path('', 'v1', 'nodes', name), what=('Node', name),
-                                                 missing_ok=True)
-        else:
-            listed = dict((n['metadata']['name'], n)
-                          for n in self.api.list(resource_path('', 'v1', 'nodes'), what=('Node', None)))
-            for name in wanted:
-                self._nodes[name] = listed.get(name)
+        self._load_named(self._nodes, node_path, 'Node', names)
+
+    def _load_named(self, cache, path, kind, names):
+        """Reads the objects of `names` not in `cache` yet into it (None for those that do not exist)."""
+        wanted = set(n for n in names if n and n not in cache)
+        found = read_named(self.api, path, kind, wanted)
+        for name in wanted:
+            cache[name] = found.get(name)
 
     def _load_pods(self, nodes):
-        wanted = sorted(set(n for n in nodes if n and n not in self._pods))
-        if not wanted:
-            return
+        wanted = set(n for n in nodes if n and n not in self._pods)
         for node in wanted:
             self._claim_users.pop(node, None)
-        if len(wanted) <= _GET_EACH_LIMIT:
-            for node in wanted:
-                self._pods[node] = self.api.list(resource_path('', 'v1', 'pods'), what=('Pod', None),
-                                                 field_selector='spec.nodeName=' + node)
-        else:
-            for node in wanted:
-                self._pods[node] = []
-            for pod in self.api.list(resource_path('', 'v1', 'pods'), what=('Pod', None)):
-                node = (pod.get('spec') or {}).get('nodeName')
-                if node in self._pods:
-                    self._pods[node].append(pod)
+        pods = resource_path('', 'v1', 'pods')
+        self._pods.update(list_grouped(
+            wanted, lambda node: self.api.list(pods, what=('Pod', None), field_selector='spec.nodeName=' + node),
+            lambda: self.api.list(pods, what=('Pod', None)), lambda pod: (pod.get('spec') or {}).get('nodeName')))
 
     def assess_all(self, vas):
         """Reports of the given attachments, reading their PVs, nodes and pods as needed."""
@@ -230,52 +211,45 @@ class VolumeAttachments(object):
                             force_grace, wait_timeout, wait_sleep, failures)
         return results, failures
 
-    def _act(self, result, only_stale, force, force_grace, attempts=None):
+    def _act(self, result, only_stale, force, force_grace):
         """Carry out result['action'], re-reading and re-planning on conflicts and server errors."""
-        attempts = attempts if attempts is not None else self.api.retries + 1
         name = result['name']
-        for attempt in range(attempts):
-            last = attempt + 1 >= attempts
-            action = result['action']
+
+        def write():
             try:
-                if action == DELETE:
+                if result['action'] == DELETE:
                     self._delete(result)
                     result['changed'] = True
                     self._deleted(name)
-                elif action == REMOVE_FINALIZER:
+                elif result['action'] == REMOVE_FINALIZER:
                     self._remove_finalizer(result)
                     result['changed'] = True
                     result['finalizer_removed'] = result['attacher_finalizer']
-                return
             except K8sApiError as exc:
-                if exc.status == 404:
-                    result['gone'] = True
-                    return
-                if last or not (exc.status == 409 or exc.status in RETRYABLE_STATUSES):
+                if exc.status != 404:
                     raise
-            except K8sConnectionError:
-                if last:
-                    raise
-            # Something changed, or the answer was lost: look again before deciding again.
-            self.sleep(min(0.2 * (2 ** attempt), 2.0))
+                result['gone'] = True
+
+        def reread():
+            """Something changed, or the answer was lost: look again before deciding again."""
+            action = result['action']
             fresh = self.api.get(va_path(name), what=(VA_KIND, name), missing_ok=True)
             if fresh is None:
                 result['gone'] = True
                 result['changed'] = result['changed'] or action == DELETE
                 if action == DELETE:
                     self._deleted(name)
-                return
+                return True
             report = self.assess_one(fresh)
             new_action, why = plan_delete(report, only_stale, force, force_grace)
+            result.update(report)
             if action == DELETE and report['deletion_timestamp']:
-                result.update(report)
                 result['changed'] = True   # our DELETE went through before its answer was lost
                 self._deleted(name)
-                return
-            result.update(report)
+                return True
             result.update(action=new_action, why=why)
-            if new_action in (SKIP, WAIT):
-                return
+            return True if new_action in (SKIP, WAIT) else None
+        write_with_reread(write, reread, self.api.retries, self.sleep)
 
     def _deleted(self, name):
         if name not in self.deleted:   # one thread per name: no other thread adds this name
@@ -304,30 +278,18 @@ class VolumeAttachments(object):
         result['finalizers'] = list((answer.get('metadata') or {}).get('finalizers') or [])
 
     def _wait_gone(self, results, only_stale, force, force_grace, wait_timeout, wait_sleep, failures):
-        deadline = self.clock() + wait_timeout
-        pending = [r for r in results if not r['gone']]
-        while pending:
+        def poll_round(pending):
+            try:
+                current = read_named(self.api, va_path, VA_KIND, [r['name'] for r in pending])
+            except K8sError as exc:
+                for result in pending:
+                    failures.append((result['name'], exc))
+                    result['error'] = exc.msg
+                return []
             still = []
-            listed = None
-            if len(pending) > _GET_EACH_LIMIT:
-                try:
-                    listed = dict((va['metadata']['name'], va) for va in self.api.list(va_path(), what=(VA_KIND, None)))
-                except K8sError as exc:
-                    for result in pending:
-                        failures.append((result['name'], exc))
-                        result['error'] = exc.msg
-                    return
             for result in pending:
                 name = result['name']
-                if listed is not None:
-                    fresh = listed.get(name)
-                else:
-                    try:
-                        fresh = self.api.get(va_path(name), what=(VA_KIND, name), missing_ok=True)
-                    except K8sError as exc:
-                        failures.append((name, exc))
-                        result['error'] = exc.msg
-                        continue
+                fresh = current.get(name)
                 if fresh is None or fresh['metadata'].get('uid') != result['uid']:
                     result['gone'] = True
                     continue
@@ -345,17 +307,13 @@ class VolumeAttachments(object):
                     if result['gone']:
                         continue
                 still.append(result)
-            pending = still
-            if not pending:
-                break
-            if self.clock() >= deadline:
-                for result in pending:
-                    msg = ('VolumeAttachment %s still exists after wait_timeout=%ss: %s' % (
-                        result['name'], wait_timeout, describe_blocker(result, force, force_grace)))
-                    result['error'] = msg
-                    failures.append((result['name'], K8sError(msg, obj=dict(kind=VA_KIND, name=result['name']))))
-                return
-            self.sleep(wait_sleep)
+            return still
+        for result in wait_until_settled([r for r in results if not r['gone']], poll_round, wait_timeout, wait_sleep,
+                                         self.sleep, self.clock):
+            msg = ('VolumeAttachment %s still exists after wait_timeout=%ss: %s' % (
+                result['name'], wait_timeout, describe_blocker(result, force, force_grace)))
+            result['error'] = msg
+            failures.append((result['name'], K8sError(msg, obj=dict(kind=VA_KIND, name=result['name']))))
 
 
 def describe_blocker(result, force, force_grace):

@@ -57,6 +57,35 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+backend:
+  description: The backend used, V(rados) or V(cli).
+  returned: always
+  type: str
+  sample: rados
+versions:
+  description:
+    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
+      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
+    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
+      has no version and its C(error) says why.
+  returned: on success; on failure when a connection was tried
+  type: dict
+  contains:
+    client:
+      returned: always
+      description:
+        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
+          are its Ceph release (null with C(error) when it could not be read).
+      type: dict
+      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
+    cluster:
+      returned: always
+      description:
+        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
+          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
+          what went wrong reading them (null otherwise).
+      type: dict
+      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 entries:
   description: The blocklist entries, address entries first.
   returned: always
@@ -127,35 +156,6 @@ naming:
   returned: always
   type: str
   sample: blocklist
-backend:
-  description: The backend used, V(rados) or V(cli).
-  returned: always
-  type: str
-  sample: rados
-versions:
-  description:
-    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
-      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
-    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
-      has no version and its C(error) says why.
-  returned: on success; on failure when a connection was tried
-  type: dict
-  contains:
-    client:
-      returned: always
-      description:
-        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
-          are its Ceph release (null with C(error) when it could not be read).
-      type: dict
-      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
-    cluster:
-      returned: always
-      description:
-        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
-          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
-          what went wrong reading them (null otherwise).
-      type: dict
-      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 '''
 
 

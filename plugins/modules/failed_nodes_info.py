@@ -76,7 +76,7 @@ EXAMPLES = r'''
     fail_msg: "{{ failed.preflight.refused }}"
 
 - name: The RBD images whose watchers to read on Ceph
-  volfence.csi.rbd_watchers:
+  volfence.csi.rbd_watchers_info:
     images: "{{ failed.images }}"
     node_addresses: "{{ failed.node_addresses }}"
     ignore_missing: true
@@ -194,10 +194,9 @@ requests:
 
 from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import DEFAULT_PAGE, gather_failed_nodes
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError, check_requirements, connect, k8s_argument_spec, resource_path)
+    K8sError, connect, k8s_module, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import missing_node
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
 
 MAX_LEASE_GRACE = 86400
@@ -205,8 +204,8 @@ MAX_PAGE = 10000
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             nodes=dict(type='list', elements='str', required=True),
             volumes=dict(type='bool', default=True),
             lease_grace_seconds=dict(type='int', default=120),
@@ -215,7 +214,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         if not p['nodes']:

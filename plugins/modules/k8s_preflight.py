@@ -125,10 +125,9 @@ pods:
 '''
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError, check_requirements, connect, k8s_argument_spec, resource_path)
+    K8sError, connect, k8s_module, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import missing_node, replacement_pods, some_names
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 
 
 def _ready(node):
@@ -137,8 +136,8 @@ def _ready(node):
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             nodes=dict(type='list', elements='str', default=[]),
             pods=dict(type='list', elements='dict', default=[],
                       options=dict(namespace=dict(type='str', required=True), name=dict(type='str', required=True))),
@@ -146,7 +145,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         for name in p['nodes']:

@@ -512,7 +512,6 @@ diff:
   type: dict
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_PARALLEL,
     MAX_SLEEP_SECONDS,
@@ -520,13 +519,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     check_range,
 )
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError,
-    check_requirements,
-    connect,
-    k8s_argument_spec,
-)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import count_message
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
     CREATE,
     DELETE,
@@ -566,7 +561,7 @@ def argument_spec():
         prune=dict(type='bool', default=True),
         prune_fenced=dict(type='bool', default=False),
     )
-    return k8s_argument_spec(
+    return dict(
         name=dict(type='str'),
         node_fences=dict(type='dict', options=node_fences),
         fences=dict(type='list', elements='dict', options=entry),
@@ -620,7 +615,7 @@ def fence_result(plan, fences, check_mode):
 
 
 def main():
-    module = VolfenceModule(
+    module = k8s_module(
         argument_spec=argument_spec(),
         mutually_exclusive=[('name', 'fences'), ('cidrs', 'fences'), ('network_fence_class', 'driver'),
                             ('node_fences', 'name'), ('node_fences', 'fences'), ('node_fences', 'cidrs'),
@@ -628,7 +623,6 @@ def main():
         required_one_of=[('name', 'fences', 'node_fences')],
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     requests = []
     try:
@@ -693,10 +687,8 @@ def main():
             output['diff'] = dict(before=before, after=after)
     if failures:
         changed = [r['name'] for r in results if r['changed']]
-        msg = '%d of %d NetworkFence(s) failed: %s' % (len(failures), len(plans), '; '.join(
-            exc.msg for _name, exc in failures[:20]))
-        if len(failures) > 20:
-            msg += '; ... (%d more, see fences[].error)' % (len(failures) - 20)
+        msg = count_message('NetworkFence(s) failed', [exc.msg for _name, exc in failures], len(plans), shown=20,
+                            more_hint='see fences[].error')
         msg += '. %s' % ('Changed anyway: %s' % ', '.join(changed[:20]) + (' ...' if len(changed) > 20 else '')
                          if changed else 'Nothing was changed.')
         extra = dict((k, v) for k, v in failures[0][1].fail_kwargs().items() if k != 'msg')

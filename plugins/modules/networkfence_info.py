@@ -145,20 +145,14 @@ csiaddons_nodes:
 '''
 
 
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError,
-    check_requirements,
-    connect,
-    k8s_argument_spec,
-)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             name=dict(type='str'),
             driver=dict(type='str'),
             fence_state=dict(type='str', choices=['Fenced', 'Unfenced']),
@@ -166,7 +160,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         for key in ('name', 'node'):

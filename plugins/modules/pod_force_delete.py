@@ -130,20 +130,14 @@ diff:
   sample: {before: {pods: [shop/db-0]}, after: {pods: []}}
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError,
-    check_requirements,
-    connect,
-    k8s_argument_spec,
-)
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._pods import PodDeleter, check_pods, failure_message
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, MAX_WAIT_SECONDS, check_range
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             pods=dict(type='list', elements='dict', required=True, options=dict(
                 namespace=dict(type='str', required=True),
                 name=dict(type='str', required=True),
@@ -154,7 +148,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)

@@ -20,7 +20,10 @@ description:
     By default it first blocklists each locker's address (that exact client instance), because a broken
     lock alone does not stop the old client writing.
   - O(state=present) takes an advisory lock, exclusive or (with O(tag)) shared.
-  - Without O(state), it only lists.
+  - Without O(state), it only lists, as M(volfence.csi.rbd_lock_info) does. That use is deprecated
+    (it warns) and will be removed in 2.0.0; use M(volfence.csi.rbd_lock_info) to list.
+  - The image is O(image_spec) (C(pool/image) or C(pool/namespace/image)), or O(pool), O(image) and
+    O(namespace).
   - When fencing a locker or breaking a lock fails, the module fails but reports what it did,
     the lockers it blocklisted (RV(blocklisted)), the locks it broke (RV(broken)), those it could
     not break (RV(failed_locks)) and C(changed=true) if anything was written. A lock that fails to break
@@ -37,6 +40,8 @@ author:
   - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
   - volfence.csi.ceph
+  - volfence.csi.ceph.IMAGE
+  - volfence.csi.ceph.LOCK_LISTING
   - volfence.csi.attributes
   - volfence.csi.attributes.ACTIONGROUP_CEPH
 attributes:
@@ -47,21 +52,9 @@ attributes:
     details:
       - The diff shows the image's locks before and after.
 options:
-  pool:
-    description: Pool of the image (must not start with C(-)).
-    type: str
-    required: true
-  namespace:
-    description: RADOS namespace of the image (must not start with C(-)).
-    type: str
-    default: ''
-  image:
-    description: The image (must not start with C(-)).
-    type: str
-    required: true
   state:
     description:
-      - Without O(state), the module only lists the locks.
+      - Without O(state), the module only lists the locks (deprecated, use M(volfence.csi.rbd_lock_info)).
       - V(absent) breaks the locks matching O(lock_id), O(locker) and O(address) (all that are
         given must match; at least one is required), except those held from O(protect_addresses).
       - V(present) takes the lock O(lock_id). It is unchanged when a lock with that id and the
@@ -123,38 +116,20 @@ options:
       - With O(state=present), take a shared lock with this tag instead of an exclusive one.
         Must not start with C(-).
     type: str
-  node_addresses:
-    description:
-      - Node names and their IPs or CIDRs, to name the node each lock is held from.
-    type: dict
-    default: {}
-  query_lock_owners:
-    description:
-      - Also ask librbd for the exclusive-lock owners (C(lock_get_owners)), bindings backend only.
-        That call needs a read-write open of the image, which registers a short-lived watcher of
-        this module; RV(exclusive_lock_owners) gives the same owners from the lock list without it.
-    type: bool
-    default: false
 notes:
   - librbd's own lock breaking (C(rbd lock rm)) blocklists the locker by default, with Ceph's default
     expiry; this module turns that off (C(rbd_blocklist_on_break_lock=false)) so that
     O(blocklist_locker) and O(blocklist_expire) alone decide.
 seealso:
+  - module: volfence.csi.rbd_lock_info
   - module: volfence.csi.ceph_blocklist
-  - module: volfence.csi.rbd_watchers
+  - module: volfence.csi.rbd_watchers_info
 '''
 
 EXAMPLES = r'''
-- name: List the locks of a volume
-  volfence.csi.rbd_lock:
-    pool: kube
-    image: kubernetes-dynamic-pvc-6b2c7d1e
-  register: locks
-
 - name: Fence and break the lock the failed node-b left behind
   volfence.csi.rbd_lock:
-    pool: kube
-    image: kubernetes-dynamic-pvc-6b2c7d1e
+    image_spec: kube/kubernetes-dynamic-pvc-6b2c7d1e
     state: absent
     lock_id: kubelet_lock_magic_*
     address: [10.0.3.12]
@@ -170,8 +145,37 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+backend:
+  description: The backend used, V(rados) or V(cli).
+  returned: always
+  type: str
+  sample: rados
+versions:
+  description:
+    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
+      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
+    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
+      has no version and its C(error) says why.
+  returned: on success; on failure when a connection was tried
+  type: dict
+  contains:
+    client:
+      returned: always
+      description:
+        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
+          are its Ceph release (null with C(error) when it could not be read).
+      type: dict
+      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
+    cluster:
+      returned: always
+      description:
+        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
+          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
+          what went wrong reading them (null otherwise).
+      type: dict
+      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 locks:
-  description: The image's locks before any change.
+  description: The image's locks (before any change, for M(volfence.csi.rbd_lock)).
   returned: always
   type: list
   elements: dict
@@ -212,6 +216,23 @@ locks:
       description: The node whose O(node_addresses) contain the IP.
       type: str
       sample: node-b
+exclusive_lock_owners:
+  description:
+    - Owners of the exclusive-lock feature's managed lock, from the lock list (after the run, for
+      M(volfence.csi.rbd_lock)).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{address: "10.0.3.11:0/219752702", ip: 10.0.3.11, locker: client.4571, id: auto 140635214451904, mode: exclusive, node: node-a}]
+lock_owners:
+  description:
+    - What librbd's C(lock_get_owners) says before any change, with O(query_lock_owners=true) (null
+      otherwise, or when it cannot be asked, with a warning that says why; the CLI backend has no such
+      call, and librbd cannot tell when, for example, an advisory lock holds the image).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{address: "10.0.3.11:0/219752702", mode: exclusive}]
 locks_after:
   description: The locks after the run (predicted in check mode).
   returned: always
@@ -224,7 +245,7 @@ broken:
   elements: dict
 failed_locks:
   description:
-    - The selected locks that were not broken, each with the keys of RV(locks) and its C(error)
+    - The selected locks that were not broken, each with the keys of C(locks) and its C(error)
       (when blocklisting the lockers failed, every selected lock is here). The module fails when
       there is any.
   returned: always
@@ -256,57 +277,19 @@ blocklisted:
   returned: always
   type: list
   elements: dict
-exclusive_lock_owners:
-  description: Owners of the exclusive-lock feature's managed lock, from the lock list.
-  returned: always
-  type: list
-  elements: dict
-  sample: [{address: "10.0.3.11:0/219752702", ip: 10.0.3.11, locker: client.4571, id: auto 140635214451904, mode: exclusive, node: node-a}]
-lock_owners:
-  description:
-    - What librbd's C(lock_get_owners) says before any change, with O(query_lock_owners=true) (null
-      otherwise, or when it cannot be asked, with a warning that says why; the CLI backend has no such
-      call, and librbd cannot tell when, for example, an advisory lock holds the image).
-  returned: always
-  type: list
-  elements: dict
-  sample: [{address: "10.0.3.11:0/219752702", mode: exclusive}]
-backend:
-  description: The backend used, V(rados) or V(cli).
-  returned: always
-  type: str
-  sample: rados
-versions:
-  description:
-    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
-      loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
-    - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
-      has no version and its C(error) says why.
-  returned: on success; on failure when a connection was tried
-  type: dict
-  contains:
-    client:
-      returned: always
-      description:
-        - The client doing the work. C(backend) is V(rados) or V(cli); C(version) and C(release)
-          are its Ceph release (null with C(error) when it could not be read).
-      type: dict
-      sample: {backend: rados, version: '16.2.15', release: pacific, error: null}
-    cluster:
-      returned: always
-      description:
-        - The cluster. C(version) and C(release) are the oldest Ceph version its daemons run,
-          C(versions) every distinct one, C(mixed) whether they differ (during an upgrade), C(error)
-          what went wrong reading them (null otherwise).
-      type: dict
-      sample: {version: '20.2.4', release: tentacle, versions: ['20.2.4'], mixed: false, error: null}
 '''
 
 import errno
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import image_spec, module_session
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+    IMAGE_MUTUALLY_EXCLUSIVE,
+    IMAGE_OPTIONS,
+    IMAGE_REQUIRED_TOGETHER,
+    image_spec_of,
+    module_session,
+)
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
@@ -315,7 +298,12 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     check_expire,
     check_name,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import LockBreakFailure, break_image_locks
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
+    LOCK_LISTING_OPTIONS,
+    LockBreakFailure,
+    break_image_locks,
+    read_image_locks,
+)
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
     LockFilter,
     NodeMap,
@@ -324,6 +312,10 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
     exclusive_lock_owners,
     unmatched_locks_warning,
 )
+
+LISTING_DEPRECATED = ('rbd_lock without state only lists the locks: use volfence.csi.rbd_lock_info to list them '
+                      '(same options but state and the lock-breaking ones, same locks, exclusive_lock_owners and '
+                      'lock_owners); rbd_lock will require state')
 
 
 def take_lock(client, spec, locks, p, check_mode):
@@ -363,9 +355,6 @@ def take_lock(client, spec, locks, p, check_mode):
 def main():
     module = VolfenceModule(
         argument_spec=ceph_argument_spec(
-            pool=dict(type='str', required=True),
-            namespace=dict(type='str', default=''),
-            image=dict(type='str', required=True),
             state=dict(type='str', choices=['present', 'absent']),
             lock_id=dict(type='str'),
             locker=dict(type='str'),
@@ -375,16 +364,17 @@ def main():
             blocklist_locker=dict(type='bool', default=True),
             blocklist_expire=dict(type='raw'),
             tag=dict(type='str'),
-            node_addresses=dict(type='dict', default={}),
-            query_lock_owners=dict(type='bool', default=False),
+            **dict(IMAGE_OPTIONS, **LOCK_LISTING_OPTIONS)
         ),
-        mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
+        mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE + IMAGE_MUTUALLY_EXCLUSIVE,
+        required_together=IMAGE_REQUIRED_TOGETHER,
+        required_one_of=[('image_spec', 'image')],
         required_if=[('state', 'present', ('lock_id',))],
         supports_check_mode=True,
     )
     p = module.params
     try:
-        spec = image_spec(p['pool'], p['namespace'], p['image'])
+        spec = image_spec_of(p)
         node_map = NodeMap(p['node_addresses'])
         protect = AddressMatcher(p['protect_addresses'], 'protect_addresses')
         lock_filter = LockFilter(p['lock_id'], p['locker'], p['address'], p['include_managed'])
@@ -405,15 +395,11 @@ def main():
         try:
             output['backend'] = client.name
             output['versions'] = client.known_versions
-            locks = describe_locks(client.image_locks(spec), node_map)
-            output['locks'] = locks
-            if p['query_lock_owners']:
-                try:
-                    output['lock_owners'] = client.lock_owners(spec)
-                except CephError as exc:  # informational: never stops the run
-                    module.warn('lock_get_owners could not tell the exclusive-lock owners of %s: %s%s' % (
-                        spec, exc.msg, ' (EBUSY: the lock is an advisory lock, not the exclusive-lock feature\'s)'
-                        if exc.rc is not None and abs(int(exc.rc)) == errno.EBUSY else ''))
+            listing, warnings = read_image_locks(client, spec, node_map, p['query_lock_owners'])
+            for warning in warnings:
+                module.warn(warning)
+            locks = output['locks'] = listing['locks']
+            output['lock_owners'] = listing['lock_owners']
             if p['state'] == 'absent':
                 unmatched = unmatched_locks_warning(spec, lock_filter, locks)
                 if unmatched:
@@ -423,6 +409,7 @@ def main():
             elif p['state'] == 'present':
                 output.update(take_lock(client, spec, locks, p, module.check_mode))
             else:
+                module.deprecate(LISTING_DEPRECATED, version='2.0.0', collection_name='volfence.csi')
                 output['locks_after'] = locks
             if output['locks_after'] is None:
                 output['locks_after'] = describe_locks(client.image_locks(spec), node_map)

@@ -103,13 +103,7 @@ requests:
   type: int
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError,
-    check_requirements,
-    connect,
-    k8s_argument_spec,
-)
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._pods import ReplacementPods, check_claims, check_node_names
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_SLEEP_SECONDS,
@@ -119,8 +113,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             claims=dict(type='list', elements='str', required=True),
             exclude_nodes=dict(type='list', elements='str', default=[]),
             wait=dict(type='bool', default=False),
@@ -129,7 +123,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         check_range(p['wait_timeout'], 'wait_timeout', 0, MAX_WAIT_SECONDS, 'seconds')

@@ -53,7 +53,7 @@ options:
     type: int
     default: 500
 seealso:
-  - module: volfence.csi.rbd_watchers
+  - module: volfence.csi.rbd_watchers_info
   - module: volfence.csi.rbd_lock
 '''
 
@@ -64,7 +64,7 @@ EXAMPLES = r'''
   register: stuck
 
 - name: Who watches their ceph-csi images
-  volfence.csi.rbd_watchers:
+  volfence.csi.rbd_watchers_info:
     images: "{{ stuck.images.rbd_csi }}"
     node_addresses: "{{ stuck.node_addresses }}"
     ignore_missing: true
@@ -111,7 +111,7 @@ images:
   type: dict
   contains:
     rbd_csi:
-      description: Images of ceph-csi volumes (for C(volfence.csi.rbd_watchers)).
+      description: Images of ceph-csi volumes (for M(volfence.csi.rbd_watchers_info)).
       type: list
       elements: str
     rbd_intree:
@@ -186,8 +186,7 @@ requests:
 
 from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import DEFAULT_PAGE, check_namespace, gather
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError, check_requirements, connect, k8s_argument_spec, resource_path)
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
+    K8sError, connect, k8s_module, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
 
 MAX_THRESHOLD = 31536000
@@ -195,15 +194,14 @@ MAX_PAGE = 10000
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             threshold=dict(type='int', default=120),
             namespaces=dict(type='list', elements='str', default=[]),
             page_size=dict(type='int', default=DEFAULT_PAGE),
         ),
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         check_range(p['threshold'], 'threshold', 0, MAX_THRESHOLD, 'seconds')

@@ -255,7 +255,6 @@ diff:
 '''
 
 
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_PARALLEL,
     MAX_SLEEP_SECONDS,
@@ -263,13 +262,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     check_range,
 )
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError,
-    check_requirements,
-    connect,
-    k8s_argument_spec,
-)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import count_message
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import DELETE, SKIP
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
 
@@ -279,8 +274,8 @@ _MISSING_SHOWN = 20
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             state=dict(type='str', default='absent', choices=['absent']),
             name=dict(type='str'),
             names=dict(type='list', elements='str'),
@@ -300,7 +295,6 @@ def main():
         mutually_exclusive=[('name', 'names')],
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         for key in ('name', 'persistent_volume', 'node'):
@@ -376,8 +370,8 @@ def main():
         output['diff'] = dict(before=dict(volumeattachments=before), after=dict(volumeattachments=after))
     if failures:
         first = failures[0][1]
-        msg = '%d of %d selected VolumeAttachment(s) could not be handled: %s' % (
-            len(failures), len(results), '; '.join('%s: %s' % (name, exc.msg) for name, exc in failures))
+        msg = count_message('selected VolumeAttachment(s) could not be handled',
+                            ['%s: %s' % (name, exc.msg) for name, exc in failures], len(results))
         done = [r['name'] for r in results if r['changed']]
         if done:
             msg += ' (changed anyway: %s)' % ', '.join(done)

@@ -240,23 +240,17 @@ collision_version_affected:
 '''
 
 
-from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_WAIT_SECONDS, check_range
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
-    K8sError,
-    check_requirements,
-    connect,
-    k8s_argument_spec,
-)
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import collision_version_affected
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
 
 
 def main():
-    module = VolfenceModule(
-        argument_spec=k8s_argument_spec(
+    module = k8s_module(
+        argument_spec=dict(
             name=dict(type='str'),
             persistent_volume=dict(type='str', aliases=['pv']),
             node=dict(type='str'),
@@ -266,7 +260,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_requirements(module)
     p = module.params
     try:
         for key in ('name', 'persistent_volume', 'node'):

@@ -2,13 +2,10 @@
 
 import json
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env  # noqa: E402
+from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env
 
 
 def pytest_configure(config):

@@ -3,29 +3,19 @@
 A plain module (not conftest) so test files can import it by name: several conftest.py files
 exist under tests/integration and pytest would hand a test the wrong one."""
 
+import glob
 import json
 import os
-import re
 import subprocess
-import sys
 import uuid
 
+from kubeemu.wait import wait_until  # noqa: F401  (the tests' one way to wait, imported from here)
+from volfence_lab.lab import read_env as read_lab_env  # noqa: F401  (the lab's own rule for where a lab lives)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
-
-
-def read_lab_env(lab_dir=None):
-    import lab as labmod  # the lab's own rule for where a lab lives (LAB_DIR, LAB_PREFIX)
-    path = os.path.join(lab_dir or labmod.Config().dir, "env")
-    if not os.path.exists(path):
-        return None
-    env = {}
-    with open(path) as handle:
-        for line in handle:
-            match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
-            if match:
-                env[match.group(1)] = match.group(2).strip("'")
-    return env
+# The lab's command (tools/lab), as `make lab-up` runs it: from the project virtualenv, where make setup
+# installs it (also when a test runs under another Python, as the bindings tests do).
+LAB_CLI = [os.path.join(REPO, ".venv", "bin", "python"), "-m", "volfence_lab"]
 
 
 class Lab(object):
@@ -72,9 +62,7 @@ class Lab(object):
         return name
 
     def lab(self, *args):
-        proc = subprocess.run(["/usr/bin/python3",
-                               os.path.join(REPO, "tests", "lab", "lab.py")] + list(args),
-                              env=self._lab_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        proc = subprocess.run(LAB_CLI + list(args), env=self._lab_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True, timeout=120)
         if proc.returncode != 0:
             raise AssertionError("lab.py %s failed: %s %s" % (" ".join(args), proc.stdout, proc.stderr))
@@ -162,18 +150,6 @@ def run_playbook(inventory, playbook, extra_vars=None, check=False, diff=False, 
     return AnsibleRun(proc)
 
 
-def wait_until(predicate, timeout=20.0, step=0.2):
-    """Poll predicate until it returns something true or timeout seconds pass; return its last value."""
-    import time
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
-
-
 def lab_subnet(lab):
     """The first three octets of the lab's node network (e.g. 10.231.138)."""
     return lab.nodes["node-a"].rsplit(".", 1)[0]
@@ -205,7 +181,7 @@ def lab_kube(lab):
     path = os.path.join(lab.dir, "kubeconfig")
     if not os.path.exists(path):
         return None
-    from kubeclient import KubeClient, server_from_kubeconfig
+    from kubeemu.client import KubeClient, server_from_kubeconfig
     return KubeClient(server_from_kubeconfig(path))
 
 
@@ -217,3 +193,29 @@ def clear_foreign_attachments(kube, lab_driver="rbd.csi.ceph.com"):
             if va["metadata"].get("finalizers"):
                 kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": []}})
             kube.delete("volumeattachments", va["metadata"]["name"])
+
+
+# ----------------------------------------------------------------------------- CSI-Addons release assets
+
+ROLE_FIXTURES = os.path.join(REPO, "tests", "roles", "fixtures")
+CSI_ADDONS_FIXTURE = "csi-addons/v0.14.0"
+RELEASE_ASSETS = ("crds", "rbac", "setup-controller")
+
+
+def build_release_mirror(root):
+    """A CSI-Addons release mirror under `root`: <root>/csi-addons/v0.14.0/{crds,rbac,setup-controller}.yaml,
+    each the multi-document YAML a release asset is, assembled from the single-document fixtures in
+    tests/roles/fixtures/csi-addons/v0.14.0/<asset>/ (single documents, because ansible-test's yamllint
+    refuses multi-document YAML in the repository). Returns the release folder. The role tests and the
+    battery install CSI-Addons from it: never a download."""
+    folder = os.path.join(str(root), CSI_ADDONS_FIXTURE)
+    os.makedirs(folder, exist_ok=True)
+    for asset in RELEASE_ASSETS:
+        parts = sorted(glob.glob(os.path.join(ROLE_FIXTURES, CSI_ADDONS_FIXTURE, asset, "*.yaml")))
+        assert parts, "no fixture documents for %s" % asset
+        with open(os.path.join(folder, asset + ".yaml"), "w") as out:
+            out.write("# assembled by tests/integration/labtools.py from tests/roles/fixtures (not upstream)\n")
+            for part in parts:
+                with open(part) as handle:
+                    out.write(handle.read())
+    return folder

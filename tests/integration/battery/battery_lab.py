@@ -18,15 +18,13 @@ renewals, resourceVersion) does not count as a change.
 import concurrent.futures
 import json
 import os
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-from labtools import REPO, clear_foreign_attachments, lab_kube, lab_subnet  # noqa: E402
+from kubeemu.client import ApiError
 
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
-from kubeclient import ApiError  # noqa: E402
+from labtools import build_release_mirror, clear_foreign_attachments, lab_kube, lab_subnet
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 CSI_NAMESPACE = "ceph-csi"
 CSI_CONFIGMAP = "ceph-csi-config"
@@ -217,8 +215,6 @@ class BatteryLab(object):
     def csi_addons_mirror(self):
         """A local folder with the CSI-Addons release assets (the role tests' fixtures), never a download."""
         if self._mirror is None:
-            sys.path.insert(0, os.path.join(REPO, "tests", "integration", "roles"))
-            from roles_helpers import build_release_mirror
             self._mirror = build_release_mirror(os.path.join(self.tmp, "mirror"))
         return self._mirror
 

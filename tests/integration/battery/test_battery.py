@@ -23,23 +23,21 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 import yaml
 
+from battery_lab import BatteryLab, diff_snapshots
+from labtools import ANSIBLE_BIN, REPO, ansible_env
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
-from labtools import ANSIBLE_BIN, REPO, ansible_env  # noqa: E402
-from battery_lab import BatteryLab, diff_snapshots  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 # Texts that are Python or Jinja internals, never a message for a user.
 INTERNALS = ("Traceback", "UndefinedMarker", "CapturedExceptionMarker", "Finalization of task args",
              "Error rendering template", "TemplateSyntaxError", "unexpected templating type error",
              "object has no attribute", "KeyError")
-CEPH_MODULES = ("ceph_blocklist", "ceph_blocklist_info", "rbd_watchers", "rbd_lock")
+CEPH_MODULES = ("ceph_blocklist", "ceph_blocklist_info", "rbd_watchers_info", "rbd_watchers", "rbd_lock", "rbd_lock_info")
 FUSE_MODULES = ("fuse_mounts", "fuse_mounts_info")
 TOKEN = re.compile(r"\$\{([A-Z0-9_]+)\}")
 CASE_TIMEOUT = 240
@@ -286,7 +284,7 @@ def test_battery_is_big_enough():
             if kind in case:
                 kinds[kind].add(case[kind])
     assert len(CASES) >= 60
-    assert len(kinds["module"]) == 10, sorted(kinds["module"])
+    assert len(kinds["module"]) == 11, sorted(kinds["module"])
     assert len(kinds["playbook"]) == 6, sorted(kinds["playbook"])
     assert len(kinds["role"]) == 2, sorted(kinds["role"])
 

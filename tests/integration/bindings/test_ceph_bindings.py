@@ -4,14 +4,9 @@ Run with Debian's /usr/bin/python3, which has python3-rados and python3-rbd.
 """
 
 import json
-import os
-import sys
 import time
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
 rados = pytest.importorskip("rados")
 rbd = pytest.importorskip("rbd")

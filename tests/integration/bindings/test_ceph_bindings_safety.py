@@ -8,13 +8,9 @@ resumed (SIGCONT) after the call returned.
 
 import os
 import signal
-import sys
 import time
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(REPO, ".cache", "collections"))
 
 pytest.importorskip("rados")
 

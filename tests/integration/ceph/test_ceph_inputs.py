@@ -75,7 +75,7 @@ def test_absent_by_a_wide_cidr_with_force_lifts_the_fences_inside(fenced, lab_in
      "blocklist_expire must be positive"),
     ("rbd_lock", dict(pool="rbd", image="x", state="absent", address=[INJECTION]),
      "address '10.0.0.1; rm -rf /' is not an IP address"),
-    ("rbd_watchers", dict(images=["rbd/x"], node_addresses={"node-b": ["1.2.3.4/33"]}),
+    ("rbd_watchers_info", dict(images=["rbd/x"], node_addresses={"node-b": ["1.2.3.4/33"]}),
      "node_addresses['node-b'] '1.2.3.4/33' is not an IP address, and not a CIDR"),
     ("ceph_blocklist_info", dict(match=[INJECTION]), "match '10.0.0.1; rm -rf /' is not an IP address"),
 ])
@@ -110,12 +110,11 @@ def test_rbd_lock_filters_that_select_no_lock_warn_and_a_non_locker_fails(clean_
     lab = clean_lab
     image = lab.new_image("s017")
     held = lab.hold("node-b", image, lock_id="kubelet_lock_magic_node-b")
-    pool, image_name = image.split("/", 1)
     locks_before = json.loads(lab.rbd("lock", "ls", image, "--format", "json"))
     before = blocklist(lab)
     for backend in ("rados", "cli"):
         typo = run_module(lab_inventory, "ceph-admin", "volfence.csi.rbd_lock",
-                          ceph_args(lab, backend, pool=pool, image=image_name, state="absent",
+                          ceph_args(lab, backend, image_spec=image, state="absent",
                                     lock_id="kubelet_lock_magic_node-bb"))
         assert not typo.get("failed") and typo["changed"] is False and typo["broken"] == [], typo
         warning = [w for w in _warnings(typo) if "no lock of %s" % image in w]
@@ -123,11 +122,11 @@ def test_rbd_lock_filters_that_select_no_lock_warn_and_a_non_locker_fails(clean_
         assert "lock_id 'kubelet_lock_magic_node-bb'" in warning[0]
         assert "Did you mean lock_id 'kubelet_lock_magic_node-b'" in warning[0] and held["address"] in warning[0]
         nobody = run_module(lab_inventory, "ceph-admin", "volfence.csi.rbd_lock",
-                            ceph_args(lab, backend, pool=pool, image=image_name, state="absent", locker="client.1"))
+                            ceph_args(lab, backend, image_spec=image, state="absent", locker="client.1"))
         assert not nobody.get("failed") and nobody["changed"] is False, nobody
         assert any("locker 'client.1'" in w and "kubelet_lock_magic_node-b" in w for w in _warnings(nobody))
         bad = run_module(lab_inventory, "ceph-admin", "volfence.csi.rbd_lock",
-                         ceph_args(lab, backend, pool=pool, image=image_name, state="absent", lock_id="*",
+                         ceph_args(lab, backend, image_spec=image, state="absent", lock_id="*",
                                    locker="client.abc"))
         assert bad.get("failed") is True and "locker 'client.abc' is not a locker name" in bad["msg"], bad
     assert json.loads(lab.rbd("lock", "ls", image, "--format", "json")) == locks_before

@@ -9,18 +9,9 @@ import time
 
 import pytest
 
-from labtools import blocklist_entries as blocklist, ceph_args, lab_subnet as subnet, run_module
+from labtools import blocklist_entries as blocklist, ceph_args, lab_subnet as subnet, run_module, wait_until
 
 BACKENDS = [("ceph-admin", "rados"), ("k8s-api", "cli")]
-
-
-def wait_until(predicate, timeout=20.0, step=0.3):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 @pytest.fixture(params=BACKENDS, ids=[b for _h, b in BACKENDS])
@@ -38,7 +29,7 @@ def test_stale_rbd_watcher_fencing_node_b_drops_its_watcher_and_keeps_node_c(cle
     held_c = lab.hold("node-c", image_c)
     nodes = dict((node, [ip]) for node, ip in lab.nodes.items())
 
-    audit = run_module(lab_inventory, host, "volfence.csi.rbd_watchers",
+    audit = run_module(lab_inventory, host, "volfence.csi.rbd_watchers_info",
                        ceph_args(lab, name, images=[image_b, image_c], node_addresses=nodes))
     assert audit.get("failed") is not True, audit
     assert audit["backend"] == name and audit["changed"] is False
@@ -63,7 +54,7 @@ def test_stale_rbd_watcher_fencing_node_b_drops_its_watcher_and_keeps_node_c(cle
                        ceph_args(lab, name, addresses=[lab.nodes["node-b"]], expire=900))
     assert again["changed"] is False
 
-    after = run_module(lab_inventory, host, "volfence.csi.rbd_watchers",
+    after = run_module(lab_inventory, host, "volfence.csi.rbd_watchers_info",
                        ceph_args(lab, name, images=[image_b, image_c], node_addresses=nodes))
     by_spec = dict((i["spec"], i) for i in after["images"])
     assert not by_spec[image_b]["in_use"] and by_spec[image_c]["nodes"] == ["node-c"]
@@ -88,14 +79,14 @@ def test_stale_rbd_lock_kubelet_lock_is_broken_after_fencing_and_node_a_can_lock
     pool, image_name = image.split("/", 1)
     nodes = dict((node, [ip]) for node, ip in lab.nodes.items())
 
-    listed = run_module(lab_inventory, host, "volfence.csi.rbd_lock",
-                        ceph_args(lab, name, pool=pool, image=image_name, node_addresses=nodes))
+    listed = run_module(lab_inventory, host, "volfence.csi.rbd_lock_info",
+                        ceph_args(lab, name, image_spec=image, node_addresses=nodes))
     assert [(lk["id"], lk["address"], lk["node"]) for lk in listed["locks"]] == [
         ("kubelet_lock_magic_node-b", held["address"], "node-b")]
-    assert listed["changed"] is False
+    assert listed["changed"] is False and listed["exclusive_lock_owners"] == []
 
     broken = run_module(lab_inventory, host, "volfence.csi.rbd_lock",
-                        ceph_args(lab, name, pool=pool, image=image_name, state="absent",
+                        ceph_args(lab, name, image_spec=image, state="absent",
                                   lock_id="kubelet_lock_magic_*", protect_addresses=[lab.nodes["node-a"]],
                                   blocklist_expire=900), diff=True)
     assert broken["changed"], broken
@@ -174,15 +165,18 @@ BAD_INPUT = [
     ("ceph_blocklist", dict(cidrs=["10.0.0.0/40"]), "not a CIDR (prefix length 40 is out of range for IPv4"),
     ("ceph_blocklist", dict(addresses=["10.0.0.1"], backend="librados"), "auto, rados, cli"),
     ("ceph_blocklist", dict(addresses=["10.0.0.1"], keyring="/nonexistent/keyring"), "does not exist"),
-    ("rbd_watchers", dict(pool="volfence-no-such-pool", image="x"), "does not exist"),
-    ("rbd_watchers", dict(pool="rbd", image="volfence-no-such-image"), "not found"),
-    ("rbd_lock", dict(pool="rbd", image="volfence-no-such-image"), "does not exist"),
+    ("rbd_watchers_info", dict(pool="volfence-no-such-pool", image="x"), "does not exist"),
+    ("rbd_watchers_info", dict(image_spec="rbd/volfence-no-such-image"), "not found"),
+    ("rbd_lock_info", dict(image_spec="rbd/volfence-no-such-image"), "does not exist"),
+    ("rbd_lock", dict(pool="rbd", image="volfence-no-such-image", state="absent", lock_id="*"), "does not exist"),
+    ("rbd_lock", dict(image_spec="rbd/a/b/c", state="absent", lock_id="*"),
+     "image_spec 'rbd/a/b/c' must be pool/image or pool/namespace/image"),
 ]
 
 
 @pytest.mark.parametrize("module, args, message", BAD_INPUT, ids=[
     "bad-ip", "ip-slash", "cidr-host-bits", "cidr-prefix", "unknown-backend", "missing-keyring", "unknown-pool",
-    "unknown-image", "lock-unknown-image"])
+    "unknown-image", "lock-info-unknown-image", "lock-unknown-image", "lock-bad-spec"])
 def test_bad_input_is_a_clear_error_and_changes_nothing(clean_lab, lab_inventory, backend, module, args, message):
     lab = clean_lab
     host, name = backend

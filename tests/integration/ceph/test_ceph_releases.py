@@ -81,8 +81,8 @@ def test_versions_name_the_client_and_the_cluster(clean_lab, lab_inventory, back
                     "test_a_key_the_client_cannot_read_fails_clearly covers it" % client)
     image = lab.new_image("ver")
     for module, args in (("volfence.csi.ceph_blocklist_info", {}),
-                         ("volfence.csi.rbd_watchers", dict(images=[image])),
-                         ("volfence.csi.rbd_lock", dict(pool=image.split("/")[0], image=image.split("/")[1])),
+                         ("volfence.csi.rbd_watchers_info", dict(images=[image])),
+                         ("volfence.csi.rbd_lock_info", dict(image_spec=image)),
                          ("volfence.csi.ceph_blocklist", dict(addresses=[lab.nodes["node-c"]]))):
         result = run_module(lab_inventory, host, module, ceph_args(lab, name, **args), check=True)
         assert result.get("failed") is not True, (module, result)
@@ -131,7 +131,7 @@ def test_a_key_the_client_cannot_read_fails_clearly(clean_lab, tmp_path, name):
     # The CLI of the machine (the old one), not the lab's, whatever PATH pytest runs with.
     env = dict(PATH=ANSIBLE_BIN + ":/usr/sbin:/usr/bin:/sbin:/bin", CEPH_ARGS="")
     for module, extra in (("volfence.csi.ceph_blocklist", dict(addresses=[lab.nodes["node-b"]], expire=600)),
-                          ("volfence.csi.rbd_watchers", dict(images=[lab.pool + "/none"]))):
+                          ("volfence.csi.rbd_watchers_info", dict(images=[lab.pool + "/none"]))):
         started = time.time()
         result = run_module(inventory, "old-client", module, dict(args, **extra), extra_env=env)
         assert result.get("failed") is True, result

@@ -169,10 +169,11 @@ def test_I9_a_lock_named_like_an_option_is_broken_as_a_name(clean_lab, lab_inven
 
 @pytest.mark.input_refusal
 @pytest.mark.parametrize("module, args, message", [
-    ("rbd_watchers", dict(pool="rbd", image="--keyring=ceph.keyring"), 'starts with "-"'),
-    ("rbd_watchers", dict(images=["rbd/--conf=x"]), 'starts with "-"'),
+    ("rbd_watchers_info", dict(pool="rbd", image="--keyring=ceph.keyring"), 'starts with "-"'),
+    ("rbd_watchers_info", dict(images=["rbd/--conf=x"]), 'starts with "-"'),
+    ("rbd_lock", dict(image_spec="rbd/--keyring=x", state="absent", lock_id="*"), 'starts with "-"'),
     ("rbd_lock", dict(pool="rbd", image="img", state="present", lock_id="--keyring=x"), 'starts with "-"'),
-    ("rbd_lock", dict(pool="-rbd", image="img"), 'starts with "-"'),
+    ("rbd_lock_info", dict(pool="-rbd", image="img"), 'starts with "-"'),
     ("ceph_blocklist", dict(addresses=["10.99.0.1"], expire="inf"), "finite"),
     ("ceph_blocklist", dict(addresses=["10.99.0.1"], expire="nan"), "finite"),
     ("ceph_blocklist", dict(addresses=["10.99.0.1"], expire=1e12), "ten years"),

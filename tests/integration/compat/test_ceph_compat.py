@@ -14,11 +14,9 @@ import subprocess
 import sys
 
 import pytest
+from volfence_lab import ceph_releases
 
 from labtools import REPO, ansible_env, ANSIBLE_BIN
-
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
-import ceph_releases  # noqa: E402
 
 DOC = os.path.join(REPO, "docs", "ceph-releases.md")
 CLIENTS = sorted(ceph_releases.RELEASES, key=int)
@@ -38,7 +36,7 @@ PLAYBOOK = """---
       register: blocklist_rados
       ignore_errors: true
     - name: Watchers with the bindings
-      volfence.csi.rbd_watchers:
+      volfence.csi.rbd_watchers_info:
         <<: *ceph
         images: [{image}]
       register: watchers_rados

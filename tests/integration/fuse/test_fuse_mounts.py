@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from labtools import run_module
+from labtools import run_module, wait_until
 
 DRIVER = "ch.ctrox.csi.s3-driver"
 pytestmark = pytest.mark.skipif(shutil.which("bindfs") is None or not os.path.exists("/dev/fuse"),
@@ -38,7 +38,7 @@ class FuseVolume(object):
     def kill_daemon(self):
         """What a CSI node plugin restart does to the FUSE daemons it started."""
         os.kill(self.pid, signal.SIGKILL)
-        assert wait_for(lambda: gone(self.pid)), "bindfs %d did not die" % self.pid
+        assert wait_until(lambda: gone(self.pid)), "bindfs %d did not die" % self.pid
 
     def mounted(self):
         with open("/proc/self/mountinfo") as handle:
@@ -143,7 +143,7 @@ def test_i8_a_hung_mount_is_reported_hung_not_waited_for(kubelet, lab_inventory)
     dead.kill_daemon()
     os.kill(hung.pid, signal.SIGSTOP)
     try:
-        assert wait_for(lambda: process_state(hung.pid) == "T"), "bindfs did not stop"
+        assert wait_until(lambda: process_state(hung.pid) == "T"), "bindfs did not stop"
         args = {"kubelet_dir": root, "drivers": [DRIVER]}   # the default probe_timeout (5 s)
         info, seconds = run_bounded(lab_inventory, "node-b", "volfence.csi.fuse_mounts_info", args, 90)
         assert info.get("failed") is not True, info
@@ -161,7 +161,7 @@ def test_i8_a_hung_mount_is_reported_hung_not_waited_for(kubelet, lab_inventory)
         assert hung.mounted() and not dead.mounted() and alive.mounted()
     finally:
         os.kill(hung.pid, signal.SIGCONT)
-    assert wait_for(lambda: process_state(hung.pid) != "T")
+    assert wait_until(lambda: process_state(hung.pid) != "T")
     assert os.listdir(hung.mount) == ["data.txt"], "the hung mount answers again once its daemon runs"
 
 
@@ -186,12 +186,3 @@ def test_i7_a_failed_unmount_is_not_reported_as_unmounted(kubelet, lab_inventory
     assert [(f["path"], f["rc"]) for f in result["failures"]] == [(second.mount, 32)]
     assert "target is busy" in result["failures"][0]["stderr"] and "unmounted anyway: %s" % first.mount in result["msg"]
     assert not first.mounted() and second.mounted()
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()

@@ -1,21 +1,21 @@
 """Fixtures of the volfence.csi Kubernetes module tests.
 
-By default the tests start an in-process kubeemu (tests/lab/kubeemu) on a free loopback port
+By default the tests start an in-process kubeemu (tools/kubeemu) on a free loopback port
 and load the CSI-Addons CRDs into it. With KUBECONFIG set they run against that cluster
 instead, and the emulator-only tests (fault injection, request log, version switching) are
 skipped with a reason. See README.md.
 """
 
-import json
 import os
 
 import pytest
+from kubeemu.csi import NetworkFenceStandIn, csiaddons_crds
+from kubeemu.wait import wait_until
 
 from k8s_helpers import (
     CLASSES,
     EMULATOR_ONLY,
     FENCES,
-    LAB_DIR,
     REAL_CLUSTER,
     TEST_LABEL,
     VAS,
@@ -23,7 +23,6 @@ from k8s_helpers import (
     AnsibleRunner,
     Kube,
     KubeError,
-    StandIn,
     unique,
 )
 
@@ -52,8 +51,7 @@ def kube(target):
 def crds(kube, target):
     """The CSI-Addons CRDs (NetworkFence, NetworkFenceClass, CSIAddonsNode) the lab loads, installed
     when the cluster does not serve them yet (and removed afterwards if this run installed them)."""
-    with open(os.path.join(LAB_DIR, "crds", "csiaddons.json")) as handle:
-        wanted = json.load(handle)
+    wanted = csiaddons_crds()
     created = []
     for crd in wanted:
         name = crd["metadata"]["name"]
@@ -62,15 +60,10 @@ def crds(kube, target):
             created.append(name)
     for crd in wanted:
         plural = crd["spec"]["names"]["plural"]
-        assert _wait(lambda: kube.served("csiaddons.openshift.io/v1alpha1", plural)), plural
+        assert wait_until(lambda: kube.served("csiaddons.openshift.io/v1alpha1", plural), 30), plural
     yield [c["metadata"]["name"] for c in wanted]
     for name in created:
         kube.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
-
-
-def _wait(predicate, timeout=30):
-    from k8s_helpers import wait_until
-    return wait_until(predicate, timeout)
 
 
 @pytest.fixture
@@ -125,9 +118,10 @@ def cleanup(kube, label):
 
 @pytest.fixture
 def stand_in(kube, crds, label):
-    """A CSI-Addons controller stand-in for this test's fences (see k8s_helpers.StandIn)."""
-    controller = StandIn(kube, label)
+    """A CSI-Addons controller stand-in (kubeemu.csi) for this test's fences: it answers each new
+    generation after 0.3 s (Failed for CIDRs in its `refuse`), with its finalizer."""
+    controller = NetworkFenceStandIn(kube.client, label_selector="%s=%s" % (TEST_LABEL, label), delay=0.3,
+                                     interval=0.1)
     controller.start()
     yield controller
-    controller.stop.set()
-    controller.join(5)
+    controller.stop()

@@ -1,31 +1,28 @@
 """Helpers of the volfence.csi Kubernetes module tests (a unique module name: several conftest.py
 files share the name "conftest").
 
-* Kube: a small JSON client for the tests' own setup and checks, built on the kubernetes
-  library's configuration loading (any kubeconfig: emulator or real cluster). Independent
-  of the collection's code under test.
+* Kube: the tests' own client for setup and checks (kubeemu.client, with the credentials of any
+  kubeconfig: emulator or real cluster). Independent of the collection's code under test.
 * Admin: the emulator's admin API (faults, request log, version).
 * AnsibleRunner: runs a module ad hoc through `ansible`, as a user would, and returns the task
   result.
-* StandIn: a minimal CSI-Addons controller for NetworkFences that carry a test label: answers
-  each new generation with status.result/message, and removes finalizers on deletion. Used
-  where nothing else acts on fences (emulator, or a real cluster with a fake driver).
+The CSI-Addons controller stand-in for NetworkFences that carry a test label is kubeemu.csi's
+(conftest.py, fixture stand_in).
 """
 
 import json
 import os
 import subprocess
-import sys
-import threading
 import time
-import urllib.parse
-import urllib.request
 import uuid
 
+from kubeemu.client import Admin as EmulatorAdmin
+from kubeemu.client import ApiError as KubeError
+from kubeemu.client import KubeClient
+from kubeemu.csi import attachment_name  # noqa: F401  (the tests import it from here)
+from kubeemu.wait import wait_until  # noqa: F401  (the tests import it from here)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-LAB_DIR = os.path.join(REPO, "tests", "lab")
-if LAB_DIR not in sys.path:
-    sys.path.insert(0, LAB_DIR)
 
 REAL_CLUSTER = bool(os.environ.get("KUBECONFIG"))
 EMULATOR_ONLY = ("emulator-only: needs the emulator's admin API (faults, request log, version switch); "
@@ -46,74 +43,43 @@ def unique(prefix):
     return "%s-%s" % (prefix, uuid.uuid4().hex[:6])
 
 
-def wait_until(predicate, timeout=20.0, step=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
-
-
 def stamp(seconds_ago=0):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - seconds_ago))
 
 
-class KubeError(Exception):
-    def __init__(self, status, body):
-        super(KubeError, self).__init__("%s: %s" % (status, body[:300]))
-        self.status = status
-        self.body = body
-
-
 class Kube(object):
-    """JSON requests with the credentials of a kubeconfig."""
+    """The tests' words for their client (`client`: kubeemu.client.KubeClient, with the credentials of
+    any kubeconfig: emulator or real cluster): objects by API path, get() None when missing."""
 
     def __init__(self, kubeconfig):
-        from kubernetes import client, config
-        self.cfg = client.Configuration()
-        config.load_kube_config(config_file=kubeconfig, client_configuration=self.cfg)
-        self.api = client.ApiClient(self.cfg)
-        self.pool = self.api.rest_client.pool_manager
-        self.host = self.cfg.host.rstrip("/")
+        self.client = KubeClient.from_kubeconfig(kubeconfig, timeout=30, user_agent="volfence-tests")
+        self.host = self.client.server
 
-    def request(self, method, path, body=None, content_type="application/json", missing_ok=False, query=None):
-        headers = {"Accept": "application/json", "User-Agent": "volfence-tests"}
-        for auth in (self.cfg.auth_settings() or {}).values():
-            if auth.get("in") == "header" and auth.get("value"):
-                headers[auth["key"]] = auth["value"]
-        data = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            data = json.dumps(body).encode()
-        url = self.host + path
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
-        resp = self.pool.request(method, url, body=data, headers=headers, retries=False, timeout=30)
-        if resp.status == 404 and missing_ok:
-            return None
-        if resp.status >= 300:
-            raise KubeError(resp.status, resp.data.decode("utf-8", "replace"))
-        return json.loads(resp.data or b"{}")
+    def request(self, method, path, body=None, query=None, missing_ok=False):
+        try:
+            return self.client.request(method, path, body, query=query)
+        except KubeError as exc:
+            if missing_ok and exc.status == 404:
+                return None
+            raise
 
     def get(self, path, missing_ok=True):
-        return self.request("GET", path, missing_ok=missing_ok)
+        return self.client.find(path) if missing_ok else self.client.get(path)
 
     def list(self, path, label_selector=None):
-        return self.request("GET", path, query={"labelSelector": label_selector} if label_selector else None)["items"]
+        return self.client.list(path, label_selector=label_selector)
 
     def create(self, path, body):
-        return self.request("POST", path, body)
+        return self.client.create(path, body)
 
     def patch(self, path, body):
-        return self.request("PATCH", path, body, "application/merge-patch+json")
+        return self.client.patch(path, None, body)
 
     def status(self, path, status):
-        return self.request("PATCH", path + "/status", {"status": status}, "application/merge-patch+json")
+        return self.client.patch(path, None, {"status": status}, subresource="status")
 
     def delete(self, path):
-        return self.request("DELETE", path, missing_ok=True)
+        return self.client.delete(path)
 
     def force_delete(self, path):
         """Delete, removing finalizers first."""
@@ -125,7 +91,7 @@ class Kube(object):
                 self.patch(path, {"metadata": {"finalizers": None}})
             except KubeError:
                 pass
-        self.request("DELETE", path + "?gracePeriodSeconds=0", missing_ok=True)
+        self.client.delete(path, grace_period=0)
 
     def served(self, group_version, plural):
         doc = self.get("/apis/" + group_version)
@@ -135,37 +101,8 @@ class Kube(object):
         return self.get("/version")["gitVersion"]
 
 
-class Admin(object):
-    """The emulator's admin API (/_emulator/...)."""
-
-    def __init__(self, url):
-        self.url = url.rstrip("/")
-
-    def call(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + "/_emulator/" + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return json.loads(resp.read() or b"null")
-
-    def fault(self, **spec):
-        return self.call("POST", "faults", spec)
-
-    def clear_faults(self):
-        return self.call("DELETE", "faults")
-
-    def faults(self):
-        return self.call("GET", "faults")
-
-    def requests(self, since=0, method=None):
-        query = ["since=%d" % since] if since else []
-        if method:
-            query.append("method=" + method)
-        return self.call("GET", "requests" + ("?" + "&".join(query) if query else ""))["items"]
-
-    def last_seq(self):
-        items = self.requests()
-        return items[-1]["seq"] if items else 0
+class Admin(EmulatorAdmin):
+    """The emulator's admin API, with the requests the modules sent (their User-Agent)."""
 
     def module_requests(self, since):
         """Requests the modules sent (their User-Agent), after `since`."""
@@ -173,14 +110,6 @@ class Admin(object):
 
     def module_writes(self, since):
         return [r for r in self.module_requests(since) if r["method"] != "GET"]
-
-    def version(self, git_version=None):
-        if git_version:
-            return self.call("POST", "version", {"gitVersion": git_version})
-        return self.call("GET", "version")
-
-    def seed(self, *objs):
-        return self.call("POST", "objects", {"items": list(objs)})["items"]
 
 
 class AnsibleRunner(object):
@@ -268,70 +197,6 @@ class AnsibleRunner(object):
         result["_stderr"] = err
         result["_warnings"] = [w if isinstance(w, str) else json.dumps(w) for w in result.get("warnings") or []]
         return result
-
-
-class StandIn(threading.Thread):
-    """A minimal CSI-Addons NetworkFence controller for fences labelled TEST_LABEL=<label>.
-
-    Like the real one it reacts to generation changes only: status is set once per generation
-    (Failed for fences whose CIDRs intersect `refuse`), its finalizer is added, and removed when
-    the fence is deleted. `silent` fences (by name) get no answer.
-    """
-
-    FINALIZER = "csiaddons.openshift.io/network-fence"
-
-    def __init__(self, kube, label, refuse=(), delay=0.3):
-        super(StandIn, self).__init__(daemon=True)
-        self.kube = kube
-        self.label = label
-        self.refuse = set(refuse)
-        self.silent = set()
-        self.delay = delay
-        self.observed = {}
-        self.answered = []
-        self.stop = threading.Event()
-        self.errors = []
-
-    def run(self):
-        while not self.stop.is_set():
-            try:
-                self.step()
-            except Exception as exc:  # keep reconciling, like a controller
-                self.errors.append(repr(exc))
-            self.stop.wait(0.1)
-
-    def step(self):
-        for fence in self.kube.list(FENCES, label_selector="%s=%s" % (TEST_LABEL, self.label)):
-            meta = fence["metadata"]
-            path = FENCES + "/" + meta["name"]
-            if meta.get("deletionTimestamp"):
-                self.kube.patch(path, {"metadata": {"finalizers": [f for f in meta.get("finalizers", [])
-                                                                   if f != self.FINALIZER] or None}})
-                continue
-            if meta["name"] in self.silent or self.observed.get(meta["name"]) == meta.get("generation"):
-                continue
-            if self.FINALIZER not in (meta.get("finalizers") or []):
-                self.kube.patch(path, {"metadata": {"finalizers": (meta.get("finalizers") or []) + [self.FINALIZER]}})
-            time.sleep(self.delay)
-            spec = fence["spec"]
-            bad = [c for c in spec.get("cidrs", []) if c in self.refuse]
-            state = spec.get("fenceState")
-            if bad:
-                status = {"result": "Failed", "message": "rpc error: code = Internal desc = failed to %s %s: "
-                          "permission denied" % ("fence" if state == "Fenced" else "unfence", bad[0])}
-            else:
-                status = {"result": "Succeeded",
-                          "message": "fencing operation successful" if state == "Fenced"
-                          else "unfencing operation successful"}
-            self.kube.status(path, status)
-            self.observed[meta["name"]] = meta.get("generation")
-            self.answered.append((meta["name"], meta.get("generation"), status["result"]))
-
-
-def attachment_name(handle, driver, node):
-    """Kubernetes' getAttachmentName, written out again for the tests."""
-    import hashlib
-    return "csi-" + hashlib.sha256((handle + driver + node).encode()).hexdigest()
 
 
 class Builder(object):

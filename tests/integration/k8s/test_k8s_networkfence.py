@@ -53,9 +53,10 @@ def test_fence_with_a_class_waits_for_the_result(ansible, kube, world, stand_in)
     assert again["_rc"] == 0 and not again["changed"] and again["fences"][0]["action"] == "none"
     info = ansible.run("networkfence_info", {"node": world["b"]})
     assert [f["name"] for f in info["fences"]] == [world["fence"]]
-    assert {"name": world["class"], "provisioner": DRIVER} == dict((k, v) for k, v in info["classes"][0].items()
-                                                                   if k != "parameters") or \
-        any(c["name"] == world["class"] for c in info["classes"])
+    assert [c for c in info["classes"] if c["name"] == world["class"]] == [{
+        "name": world["class"], "provisioner": DRIVER,
+        "parameters": {"csiaddons.openshift.io/networkfence-secret-name": "vft-secret",
+                       "csiaddons.openshift.io/networkfence-secret-namespace": "default"}}], info["classes"]
 
 
 def test_older_shape_then_unfence(ansible, kube, world, stand_in):

@@ -4,30 +4,17 @@ and removed. Every check waits for a state; none times anything."""
 
 import json
 import os
-import sys
-import time
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+from kubeemu.wait import wait_until
+from volfence_lab import lab as labmod
+from volfence_lab import scenarios
 
 NAMESPACE = "default"
 
 
-def wait_until(what, predicate, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
-
-
 def node_config(lab):
     """The lab's Config as lab.py sees it, for the scenario helpers."""
-    import lab as labmod
     env = dict(os.environ, LAB_DIR=lab.dir, LAB_PREFIX=lab.env["LAB_PREFIX"], LAB_SLOT=lab.env["LAB_SLOT"],
                LAB_NODES=lab.env["LAB_NODES"])
     cfg = labmod.Config(env)
@@ -50,15 +37,14 @@ def many(clean_lab, kube):
     for node in lab.nodes:
         lab.lab("revive-node", node)
     lab.unblock_all()
-    wait_until("every node Ready", lambda: all(
-        ready_condition(kube, n)["status"] == "True" for n in lab.nodes), 30)
+    wait_until(lambda: all(
+        ready_condition(kube, n)["status"] == "True" for n in lab.nodes), 30, what="every node Ready")
 
 
 def test_thirty_pods_of_one_node_come_up_in_parallel(many, kube):
     """30 Deployments, each with its own RBD claim, on node-c: every pod Running there, each image
     staged once from node-c's address (a real watcher), and node-c stayed Ready all along (its
     heartbeat does not wait for the syncs)."""
-    import scenarios
     lab = many
     node = "node-c"
     before = ready_condition(kube, node)
@@ -81,27 +67,26 @@ def test_a_shared_image_is_unstaged_with_its_last_pod(many, kube):
     """Two pods of node-c use one claim (ReadWriteOnce allows it on one node): one stage holder;
     deleting the first pod's Deployment keeps it (the second still runs on the image); deleting
     the second unstages it."""
-    import scenarios
     lab = many
     node = "node-c"
     _ident, selector, built, running = scenarios.place_volumes(node_config(lab), [node], 1)
     image, claim = built[0]["image"], built[0]["pvc"]
     second = "%s-second" % built[0]["deployment"]
     scenarios.deployment(kube, second, claim, node, labels={scenarios.SCENARIO_LABEL: selector.split("=")[1]})
-    wait_until("the second pod Running on node-c", lambda: scenarios.running_on(kube, second, node), 60)
+    wait_until(lambda: scenarios.running_on(kube, second, node), 60, what="the second pod Running on node-c")
     assert [w["address"].split(":")[0] for w in lab.watchers(image)] == [lab.nodes[node]]
     holders = os.listdir(os.path.join(lab.dir, "holders"))
     assert len([h for h in holders if h.endswith(".pid") and image.replace("/", "_") in h]) == 1
 
     kube.delete("deployments", built[0]["deployment"], NAMESPACE)
-    wait_until("the first pod gone", lambda: not scenarios.pods_of(kube, built[0]["deployment"]), 60)
+    wait_until(lambda: not scenarios.pods_of(kube, built[0]["deployment"]), 60, what="the first pod gone")
     assert scenarios.running_on(kube, second, node)
     assert [w["address"].split(":")[0] for w in lab.watchers(image)] == [lab.nodes[node]], \
         "the image was unstaged while the second pod still uses it"
 
     kube.delete("deployments", second, NAMESPACE)
-    wait_until("the second pod gone", lambda: not scenarios.pods_of(kube, second), 60)
-    wait_until("the image unstaged", lambda: not lab.watchers(image), 60)
+    wait_until(lambda: not scenarios.pods_of(kube, second), 60, what="the second pod gone")
+    wait_until(lambda: not lab.watchers(image), 60, what="the image unstaged")
 
 
 def test_node_volumes_scenario_then_the_manual_fix_then_clean_up(many, kube):
@@ -115,8 +100,8 @@ def test_node_volumes_scenario_then_the_manual_fix_then_clean_up(many, kube):
         pod = kube.get("pods", name, NAMESPACE)
         assert pod["spec"]["nodeName"] != "node-b" and pod["status"]["phase"] == "Pending"
     lab.ceph("osd", "blocklist", "add", lab.nodes["node-b"])
-    wait_until("every stuck pod Running", lambda: all(
-        kube.get("pods", n, NAMESPACE)["status"]["phase"] == "Running" for n in state["stuck_pods"]), 90)
+    wait_until(lambda: all(
+        kube.get("pods", n, NAMESPACE)["status"]["phase"] == "Running" for n in state["stuck_pods"]), 90, what="every stuck pod Running")
 
     cleaned = json.loads(lab.lab("clean-scenario", state["id"], "--wait", "60"))
     assert cleaned["images"] == 5 and cleaned["images_left"] == []

@@ -3,21 +3,11 @@
 import json
 import os
 import subprocess
-import time
 
 import pytest
+from kubeemu.wait import wait_until
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-LAB_PY = os.path.join(REPO, "tests", "lab", "lab.py")
-
-
-def wait_until(predicate, timeout=10.0, step=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
+from labtools import LAB_CLI
 
 
 def test_env_file_names_everything_a_user_needs(lab):
@@ -73,7 +63,7 @@ def test_advisory_lock_held_from_node_is_listed_with_its_address(clean_lab):
 
 def test_node_exec_runs_inside_the_node_namespace(lab):
     env = dict(os.environ, LAB_DIR=lab.dir, LAB_PREFIX=lab.env["LAB_PREFIX"], LAB_SLOT=lab.env["LAB_SLOT"])
-    out = subprocess.run(["/usr/bin/python3", LAB_PY, "exec", "node-c", "ip", "-o", "-4", "addr"],
+    out = subprocess.run(LAB_CLI + ["exec", "node-c", "ip", "-o", "-4", "addr"],
                          env=env, stdout=subprocess.PIPE, universal_newlines=True, timeout=30).stdout
     assert lab.nodes["node-c"] + "/24" in out
     assert lab.nodes["node-a"] not in out
@@ -81,7 +71,7 @@ def test_node_exec_runs_inside_the_node_namespace(lab):
 
 def test_nodes_cannot_route_outside_the_lab(lab):
     env = dict(os.environ, LAB_DIR=lab.dir, LAB_PREFIX=lab.env["LAB_PREFIX"], LAB_SLOT=lab.env["LAB_SLOT"])
-    out = subprocess.run(["/usr/bin/python3", LAB_PY, "exec", "node-a", "ip", "route"],
+    out = subprocess.run(LAB_CLI + ["exec", "node-a", "ip", "route"],
                          env=env, stdout=subprocess.PIPE, universal_newlines=True, timeout=30).stdout
     assert "default" not in out
 
@@ -93,7 +83,7 @@ def second_lab(tmp_path):
     env.pop("LAB_SLOT", None)
 
     def lab2(*args):
-        return subprocess.run(["/usr/bin/python3", LAB_PY] + list(args), env=env, stdout=subprocess.PIPE,
+        return subprocess.run(LAB_CLI + list(args), env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
     yield lab2, env
     lab2("down")

@@ -4,28 +4,15 @@ known manual fixes unstick them."""
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
-
-
-def wait_until(predicate, timeout=20.0, step=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    return predicate()
+from kubeemu.wait import wait_until
 
 
 @pytest.fixture
 def kube(lab):
-    from kubeclient import KubeClient, server_from_kubeconfig
+    from kubeemu.client import KubeClient, server_from_kubeconfig
     path = os.path.join(lab.dir, "kubeconfig")
     if not os.path.exists(path):
         pytest.skip("the lab has no Kubernetes side")

@@ -19,7 +19,7 @@ def incidents(lab):
     lab.unblock_all()
     built = dict((name, json.loads(lab.lab("scenario", name))) for name in ("stale-rbd-watcher", "stale-volumeattachment", "dead-fuse-mount", "stale-rbd-lock"))
     yield built
-    from kubeclient import KubeClient, server_from_kubeconfig
+    from kubeemu.client import KubeClient, server_from_kubeconfig
     kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
     for state in built.values():
         if state.get("deployment"):
@@ -65,7 +65,7 @@ def test_diagnose_classifies_every_seed_and_writes_a_report(incidents, lab, lab_
 
 
 def test_diagnose_in_check_mode_changes_nothing(incidents, lab, lab_inventory, tmp_path):
-    from kubeclient import KubeClient, server_from_kubeconfig
+    from kubeemu.client import KubeClient, server_from_kubeconfig
     kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
     since = max([r["seq"] for r in kube.request("GET", "/_emulator/requests").get("items", [])] or [0])
     before = blocklist_and_objects(lab)

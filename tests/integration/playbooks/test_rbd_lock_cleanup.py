@@ -82,18 +82,15 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
 
 def test_a_lock_of_the_pods_own_node_is_left_alone(stale_rbd_lock, lab_inventory, tmp_path):
     lab, state, kube = stale_rbd_lock
-    # Replace node-b's lock by one held from the stuck pod's own node: nothing is provably stale.
+    # node-b's lock goes: the stuck pod's kubelet (the in-tree plugin) takes the image's lock from the
+    # pod's own node on its next mount retry. The test waits for that lock as Ceph lists it (a lock of
+    # its own, taken meanwhile, would race that retry: ImageBusy). Nothing is provably stale then.
     lab.release("node-b")
     lab.rbd("lock", "rm", state["image"], state["lock_id"], state["locker"])
-    try:
-        own = lab.hold(state["stuck_node"], state["image"], lock_id="kubelet_lock_magic_node-b")
-        locker = "client.%d" % own["instance_id"]
-    except AssertionError:
-        # The stuck pod's kubelet retries its mount and may take the freed lock first: that is a
-        # lock held from the pod's own node too, which is what this test needs.
-        current = locks(lab, state["image"])
-        assert len(current) == 1 and current[0]["id"] == "kubelet_lock_magic_" + state["stuck_node"], current
-        locker = current[0]["locker"]
+    own = wait_until(lambda: locks(lab, state["image"]), timeout=30, what="a lock of the pod's own node")
+    assert [(l["id"], l["address"].split(":")[0]) for l in own] == [
+        ("kubelet_lock_magic_" + state["stuck_node"], lab.nodes[state["stuck_node"]])], own
+    locker = own[0]["locker"]
     run = run_playbook(lab_inventory, PLAYBOOK, {"pod_namespace": "default", "pod_name": state["stuck_pod"],
                                                  "report_path": str(tmp_path / "r.json")})
     assert run.rc == 0, run.stdout[-3000:]

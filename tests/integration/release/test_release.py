@@ -4,9 +4,8 @@ They need neither the lab nor a network: the collection tarball is built and ins
 temporary collections path once per session and reused by the later steps (each step builds what
 it needs when run alone, e.g. `pytest tests/integration/release -k ee_create`).
 
-The docs step reports out-of-date docs/modules or docs-lint findings as a skip in `make test`
-(regenerating docs is a release chore: scripts/build_docs.sh), and as a failure when
-VOLFENCE_RELEASE_STRICT=1 and in scripts/check_release.sh. A docs rendering error always fails.
+The docs step fails on a rendering error, a docs-lint finding or docs/modules out of date with the
+plugins (`make docs` renders them), as scripts/check_release.sh does.
 """
 
 import os
@@ -14,9 +13,7 @@ import os
 import pytest
 
 import release_steps
-from release_steps import Release, StepNotCurrent, run_step
-
-STRICT = os.environ.get("VOLFENCE_RELEASE_STRICT") == "1"
+from release_steps import Release, run_step
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +64,8 @@ def test_ee_create_build_context(release):
     assert os.path.exists(os.path.join(release.work, "ee-context", "Containerfile"))
 
 
-def test_plugin_docs_render_and_are_current(release):
-    try:
-        check(release, "docs")
-    except StepNotCurrent as exc:
-        if STRICT:
-            raise
-        pytest.skip("%s (fatal in scripts/check_release.sh and with VOLFENCE_RELEASE_STRICT=1)" % exc)
+def test_plugin_docs_render_lint_clean_and_are_current(release):
+    check(release, "docs")
 
 
 # ----------------------------------------------------------------------------- the runner itself

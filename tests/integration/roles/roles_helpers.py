@@ -6,7 +6,6 @@ A plain module with its own name (not conftest): several conftest.py files exist
 tests/integration."""
 
 import functools
-import glob
 import http.server
 import json
 import os
@@ -14,37 +13,15 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from labtools import ANSIBLE_BIN, REPO, ansible_env, run_playbook  # noqa: E402
+from kubeemu.client import Admin, KubeClient
+from kubeemu.csi import NetworkFenceStandIn, csiaddons_crds
 
-sys.path.insert(0, os.path.join(REPO, "tests", "lab"))
+from labtools import ANSIBLE_BIN, CSI_ADDONS_FIXTURE, REPO, ansible_env, build_release_mirror, run_playbook  # noqa: F401
 
-FIXTURES = os.path.join(REPO, "tests", "roles", "fixtures")
-CSI_ADDONS_FIXTURE = "csi-addons/v0.14.0"
-RELEASE_ASSETS = ("crds", "rbac", "setup-controller")
 NF_API = "/apis/csiaddons.openshift.io/v1alpha1"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 CONTROLLER_AGENT = "roles-test-controllers"
-
-
-def build_release_mirror(root):
-    """A CSI-Addons release mirror under `root`: <root>/csi-addons/v0.14.0/{crds,rbac,setup-controller}.yaml,
-    each the multi-document YAML a release asset is, assembled from the single-document fixtures in
-    tests/roles/fixtures/csi-addons/v0.14.0/<asset>/ (single documents, because ansible-test's yamllint
-    refuses multi-document YAML in the repository). Returns the release folder."""
-    folder = os.path.join(str(root), CSI_ADDONS_FIXTURE)
-    os.makedirs(folder, exist_ok=True)
-    for asset in RELEASE_ASSETS:
-        parts = sorted(glob.glob(os.path.join(FIXTURES, CSI_ADDONS_FIXTURE, asset, "*.yaml")))
-        assert parts, "no fixture documents for %s" % asset
-        with open(os.path.join(folder, asset + ".yaml"), "w") as out:
-            out.write("# assembled by tests/integration/roles/roles_helpers.py from tests/roles/fixtures (not upstream)\n")
-            for part in parts:
-                with open(part) as handle:
-                    out.write(handle.read())
-    return folder
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -83,44 +60,38 @@ class FixtureServer(object):
         self.thread.join(5)
 
 
-def http_json(method, url, body=None, content_type="application/json", agent="roles-test"):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={
-        "Content-Type": content_type, "Accept": "application/json", "User-Agent": agent})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            raw = resp.read()
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404 and method == "GET":
-            return None
-        raise AssertionError("%s %s: %s %s" % (method, url, exc.code, exc.read()[:300]))
-    return json.loads(raw) if raw else None
-
-
 class Cluster(object):
-    """An isolated emulator (tests/lab/kubeemu) for one test: no lab controllers, so that tests can
-    install and remove CRDs freely. `controllers` plays the Deployment controller (a Deployment is
-    available once created) and, with `fences`, the CSI-Addons controller (every NetworkFence gets
-    Succeeded)."""
+    """An isolated emulator (tools/kubeemu) for one test: no lab controllers, so that tests can
+    install and remove CRDs freely. A thread plays the Deployment controller (a Deployment is
+    available once created) and, with `fences`, kubeemu's CSI-Addons stand-in answers every
+    NetworkFence (Succeeded). Their requests carry CONTROLLER_AGENT, which writes_since() leaves out."""
 
     def __init__(self, tmp_path, fences=False):
         from kubeemu.server import EmulatorServer
         self.srv = EmulatorServer(port=0).start()
         self.url = self.srv.url
         self.kubeconfig = self.srv.write_kubeconfig(str(tmp_path / "kubeconfig"))
-        self.fences = fences
+        self.kube = KubeClient(self.url, timeout=30, user_agent="roles-test")
+        self.admin = Admin(self.url)
+        controllers = KubeClient(self.url, timeout=30, user_agent=CONTROLLER_AGENT)
+        self.stand_in = NetworkFenceStandIn(controllers, finalizer=False) if fences else None
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._controllers, name="roles-test-controllers", daemon=True)
+        self.thread = threading.Thread(target=self._deployments, args=(controllers,), name=CONTROLLER_AGENT,
+                                       daemon=True)
         self.thread.start()
+        if self.stand_in:
+            self.stand_in.start()
 
     def close(self):
         self.stop.set()
         self.thread.join(5)
+        if self.stand_in:
+            self.stand_in.stop()
         self.srv.stop()
 
     # -- plain API access
     def get(self, path):
-        return http_json("GET", self.url + path)
+        return self.kube.find(path)
 
     def items(self, path):
         obj = self.get(path)
@@ -130,51 +101,36 @@ class Cluster(object):
         return sorted(o["metadata"]["name"] for o in self.items(path))
 
     def create(self, path, body):
-        return http_json("POST", self.url + path, body)
+        return self.kube.create(path, body)
 
     def store(self, objects):
         """Objects stored as they are (status kept), through the emulator's admin API."""
-        return http_json("POST", self.url + "/_emulator/objects", {"items": objects})
+        return self.admin.seed(*objects)
 
     def load_lab_crds(self):
-        with open(os.path.join(REPO, "tests", "lab", "crds", "csiaddons.json")) as handle:
-            for crd in json.load(handle):
-                self.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        for crd in csiaddons_crds():
+            self.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
 
     # -- request log
     def last_seq(self):
-        items = http_json("GET", self.url + "/_emulator/requests")
-        items = items["items"] if isinstance(items, dict) else items
-        return max([0] + [r["seq"] for r in items])
+        return self.admin.last_seq()
 
     def writes_since(self, seq):
-        items = http_json("GET", self.url + "/_emulator/requests?since=%d" % seq)
-        items = items["items"] if isinstance(items, dict) else items
-        return [(r["method"], r["path"]) for r in items
+        return [(r["method"], r["path"]) for r in self.admin.requests(since=seq)
                 if r["method"] in WRITES and r.get("user_agent") != CONTROLLER_AGENT and not _dry_run(r)]
 
-    # -- controllers
-    def _controllers(self):
+    # -- the Deployment controller
+    def _deployments(self, controllers):
         while not self.stop.wait(0.2):
             try:
-                for dep in self.items("/apis/apps/v1/deployments"):
+                for dep in controllers.list("deployments"):
                     meta = dep["metadata"]
                     want = dep.get("spec", {}).get("replicas", 1)
                     status = {"replicas": want, "readyReplicas": want, "availableReplicas": want,
                               "updatedReplicas": want, "observedGeneration": meta.get("generation", 1)}
                     if dep.get("status") != status:
-                        http_json("PATCH", "%s/apis/apps/v1/namespaces/%s/deployments/%s/status" % (
-                            self.url, meta["namespace"], meta["name"]), {"status": status},
-                            "application/merge-patch+json", CONTROLLER_AGENT)
-                if self.fences:
-                    for fence in self.items(NF_API + "/networkfences"):
-                        state = fence.get("spec", {}).get("fenceState")
-                        message = "fencing operation successful" if state == "Fenced" else "unfencing operation successful"
-                        status = fence.get("status") or {}
-                        if status.get("message") != message and not fence["metadata"].get("deletionTimestamp"):
-                            http_json("PATCH", "%s%s/networkfences/%s/status" % (self.url, NF_API, fence["metadata"]["name"]),
-                                      {"status": {"result": "Succeeded", "message": message}},
-                                      "application/merge-patch+json", CONTROLLER_AGENT)
+                        controllers.patch("deployments", meta["name"], {"status": status}, meta["namespace"],
+                                          subresource="status")
             except Exception:  # the served API may be changing under the test (CRDs removed): keep going
                 pass
 

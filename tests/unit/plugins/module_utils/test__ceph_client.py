@@ -306,8 +306,52 @@ def test_bindings_lockers_normalised_from_real_outputs():
     assert managed['tag'] == 'internal' and managed['lockers'][0]['id'].startswith('auto ')
     # lock_get_owners reports the same client as the managed lock's locker
     assert by_kind['managed']['lock_get_owners'][0]['owner'] == managed['lockers'][0]['address']
-    assert 'exclusive-lock' in json.loads(fixture('bindings_outputs.json'))['read_only_lock_get_owners_error'] or \
-        'invalid argument' in json.loads(fixture('bindings_outputs.json'))['read_only_lock_get_owners_error']
+
+
+class CapturedRbd(object):
+    """rbd.Image as the real bindings behaved on the captured managed image: lock_get_owners
+    answers on a read-write open, and fails with the captured error on a read-only one."""
+
+    class Error(Exception):
+        pass
+
+    class ImageNotFound(Error):
+        pass
+
+    def __init__(self, captured):
+        self.captured = captured
+        self.opened = []
+
+    def Image(self, ioctx, name, read_only=False):
+        self.opened.append((name, read_only))
+        captured = self.captured
+
+        class Image(object):
+            def lock_get_owners(self):
+                if read_only:
+                    raise CapturedRbd.Error(captured['read_only_lock_get_owners_error'])
+                spec = [s for s in captured['images'] if s.endswith('/' + name)][0]
+                return iter(captured['images'][spec]['lock_get_owners'])
+
+            def close(self):
+                pass
+        return Image()
+
+
+class OneIoctxCluster(object):
+    def open_ioctx(self, pool):
+        return object()
+
+
+def test_bindings_lock_owners_open_the_image_read_write():
+    captured = json.loads(fixture('bindings_outputs.json'))
+    spec = [s for s, data in captured['images'].items() if 'lock_get_owners' in data][0]
+    bindings = CapturedRbd(captured)
+    client = _ceph_client.RadosBackend(CephSettings(params(backend='rados')), (object(), bindings))
+    client.cluster = OneIoctxCluster()
+    owners = client.lock_owners(parse_image_spec(spec))
+    assert owners == [dict(address=o['owner'], mode='exclusive') for o in captured['images'][spec]['lock_get_owners']]
+    assert bindings.opened == [(spec.split('/', 1)[1], False)]
 
 
 # ----------------------------------------------------------------------------- issue 11: I8 and I9

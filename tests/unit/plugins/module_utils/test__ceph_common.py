@@ -223,7 +223,7 @@ def test_argument_spec_is_copied_and_keeps_secrets_out_of_logs():
 # ----------------------------------------------------------------------------- issue 11
 
 def test_I1_address_matcher_compares_ipv4_mapped_ipv6_as_ipv4():
-    """rbd_lock's protect_addresses and rbd_watchers' exclude_addresses use this matcher: a lock
+    """rbd_lock's protect_addresses and rbd_watchers_info' exclude_addresses use this matcher: a lock
     held from [::ffff:10.0.3.11]:0/123 is held from the protected 10.0.3.11."""
     matcher = AddressMatcher(['10.0.3.11', '10.0.4.0/24', '[::ffff:10.0.5.1]:0/7', '::ffff:10.0.6.0/120'])
     assert matcher.match(parse_addr('[::ffff:10.0.3.11]:0/123')) == '10.0.3.11'

@@ -6,19 +6,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import ipaddress
-import json
-import os
-
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     AddressMatcher,
     CephCommandError,
-    CephConnectionError,
     CephError,
     CephRefused,
-    parse_addr,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
     BlocklistFailure,
@@ -28,86 +22,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
     read_blocklist,
     read_daemon_addresses,
 )
-
-FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
-NODES = json.load(open(os.path.join(FIXTURES, 'holders.json')))['nodes']
-SUBNET = NODES['node-a'].rsplit('.', 1)[0]
-MON_IP = SUBNET + '.1'
-UNTIL = '2026-11-21T06:15:44.263371+0000'
-
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
-
-
-class FakeCluster(object):
-    """A client whose monitor keeps a blocklist in memory and answers dumps with captured ones.
-
-    naming: 'blocklist' (Pacific+) or 'blacklist' (older: 'osd blocklist' is unknown);
-    ranges: whether `ls` prints the range array and `range add` exists.
-    """
-
-    name = 'fake'
-    # What connect() reads after connecting (issue 12), as the lab's Pacific answered it.
-    known_versions = dict(
-        client=dict(backend='fake', version='16.2.15', release='pacific', error=None),
-        cluster=dict(version='16.2.15', release='pacific', versions=['16.2.15'], mixed=False, error=None))
-
-    def __init__(self, naming='blocklist', ranges=True, entries=(), fail=(), range_refused=False):
-        self.naming = naming
-        self.ranges = ranges and naming == 'blocklist'
-        self.range_refused = range_refused
-        self.entries = dict((e, UNTIL) for e in entries)
-        self.fail = set(fail)
-        self.calls = []
-        self.workers = []
-
-    def close(self):
-        self.closed = True
-
-    def changes(self):
-        return [c for c in self.calls if c.json['prefix'] in ('osd blocklist', 'osd blacklist')]
-
-    def mon(self, command):
-        self.calls.append(command)
-        j = command.json
-        prefix = j['prefix']
-        if prefix.startswith('osd blocklist') and self.naming == 'blacklist':
-            raise CephCommandError('unknown', cmd=j, rc=-22, stdout='', stderr='command not known')
-        if prefix in ('mon dump', 'mgr dump', 'osd dump', 'fs dump'):
-            return fixture(prefix.replace(' ', '_') + '.json'), ''
-        if prefix.endswith(' ls'):
-            addrs = [dict(addr=e, until=u) for e, u in self.entries.items() if not e.startswith('cidr:')]
-            ranges = [dict(range=e[5:], until=u) for e, u in self.entries.items() if e.startswith('cidr:')]
-            out = json.dumps(addrs) + (json.dumps(ranges) if self.ranges else '')
-            return out, 'listed %d entries' % len(self.entries)
-        op, target = j[self.naming + 'op'], j['addr']
-        if target in self.fail:
-            raise CephCommandError('refused', cmd=j, rc=-1, stdout='', stderr='EPERM')
-        if 'range' in j:
-            if not self.ranges or self.range_refused:
-                raise CephCommandError('x', cmd=j, rc=-22, stderr='command not known')
-            network = ipaddress.ip_network(target, strict=False)
-            base = target.split('/')[0]
-            entry = 'cidr:%s:0/%d' % ('[%s]' % base if network.version == 6 else base, network.prefixlen)
-        else:
-            entry = str(parse_addr(target))
-        if op == 'add':
-            self.entries[entry] = UNTIL
-        else:
-            self.entries.pop(entry, None)
-        return '', 'done'
-
-    def mon_many(self, commands, workers=64):
-        self.workers.append(workers)
-        out = []
-        for command in commands:
-            try:
-                out.append((command, self.mon(command), None))
-            except CephError as exc:
-                out.append((command, None, exc))
-        return out
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import (
+    MON_IP,
+    NODES,
+    SUBNET,
+    DyingMonitor,
+    FakeCluster,
+)
 
 
 def test_reads_daemons_from_the_real_dumps():
@@ -218,24 +139,6 @@ def test_read_blocklist_raises_other_errors():
 
 
 # ----------------------------------------------------------------------------- issue 11: I7 and I1
-
-class DyingMonitor(FakeCluster):
-    """A monitor that answers `alive` blocklist changes, then stops answering: every later
-    command (changes, the read-back) times out, as a monitor that dies mid-run does."""
-
-    def __init__(self, alive, **kw):
-        super(DyingMonitor, self).__init__(**kw)
-        self.alive = alive
-
-    def mon(self, command):
-        if command.json['prefix'] in ('osd blocklist', 'osd blacklist'):
-            if self.alive <= 0:
-                raise CephConnectionError('no answer within 3s (timeout)', cmd=command.json, rc=-110)
-            self.alive -= 1
-        elif self.alive <= 0:
-            raise CephConnectionError('no answer within 3s (timeout)', cmd=command.json, rc=-110)
-        return super(DyingMonitor, self).mon(command)
-
 
 def test_I7_a_monitor_dying_mid_run_keeps_the_done_and_failed_lists():
     """Issue 11 item 7, I7: the read-back error used to replace what was done and failed."""

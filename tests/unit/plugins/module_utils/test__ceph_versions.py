@@ -12,6 +12,9 @@ printed on the lab's clusters."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
+import os
+
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_versions import (
@@ -108,7 +111,8 @@ def test_parse_version_text_without_a_version():
 
 
 def test_cluster_info_from_versions_and_version():
-    doc = {'mon': {V16: 1}, 'mgr': {V16: 1}, 'osd': {V16: 1}, 'mds': {}, 'overall': {V16: 3}}
+    with open(os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph', 'versions.json')) as handle:
+        doc = json.load(handle)  # `ceph versions` of the Pacific lab (scripts/capture_ceph_fixtures.py)
     assert cluster_info(doc) == dict(version='16.2.15', release='pacific', versions=['16.2.15'], mixed=False,
                                      error=None)
     upgrading = {'mon': {V20: 1}, 'osd': {V18: 2}, 'overall': {V20: 1, V18: 2}}

@@ -2,20 +2,17 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""KubeApi on a fake transport; FakeKube is also the API server of the other k8s unit tests."""
+"""KubeApi on a fake transport (k8s_fakes.FakeKube, the API server of every k8s unit test)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import copy
-import datetime
 import json
-import uuid
 
 import pytest
 
 try:
-    from urllib.parse import parse_qs, unquote, urlsplit
+    from urllib.parse import urlsplit
 except ImportError:  # pragma: no cover
     pass
 
@@ -31,232 +28,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
     k8s_argument_spec,
     resource_path,
 )
-
-UTC = datetime.timezone.utc
-
-# The API groups the fake serves: group/version -> plurals (cluster-scoped unless in NAMESPACED).
-SERVED = {
-    'v1': ['nodes', 'persistentvolumes', 'pods', 'namespaces'],
-    'storage.k8s.io/v1': ['volumeattachments'],
-    'csiaddons.openshift.io/v1alpha1': ['networkfences', 'networkfenceclasses', 'csiaddonsnodes'],
-}
-CUSTOM = ('networkfences', 'networkfenceclasses', 'csiaddonsnodes')
-
-
-def merge(target, patch):
-    """RFC 7386."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge(out.get(key), value)
-    return out
-
-
-class FakeKube(object):
-    """An in-memory API server behind KubeApi's transport interface.
-
-    Objects are stored per plural. Faults: dicts with `method`, `path` (substring) or `exact` (the
-    whole path), and either
-    `status` (answer that instead; with `apply: True` the request is carried out first, so the
-    answer is "lost"), or `transport: True` (no answer); `count` (default 1).
-    """
-
-    def __init__(self, version='v1.30.2', served=None, page=500, now=None):
-        self.version = version
-        self.served = copy.deepcopy(SERVED if served is None else served)
-        self.store = {}          # plural -> {(namespace, name): obj}
-        self.log = []            # (method, path, query, body)
-        self.faults = []
-        self.page = page
-        self.rv = 100
-        self.now = now or (lambda: datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=UTC))
-        self.hooks = []          # callables(fake, method, plural, obj) run after each write
-
-    # -- seeding and inspection
-    def add(self, plural, obj, status=None):
-        obj = copy.deepcopy(obj)
-        meta = obj.setdefault('metadata', {})
-        meta.setdefault('uid', str(uuid.uuid4()))
-        meta.setdefault('generation', 1)
-        meta['resourceVersion'] = self._next_rv()
-        if status is not None:
-            obj['status'] = status
-        self.store.setdefault(plural, {})[(meta.get('namespace'), meta['name'])] = obj
-        return obj
-
-    def get(self, plural, name, namespace=None):
-        return self.store.get(plural, {}).get((namespace, name))
-
-    def writes(self):
-        return [entry for entry in self.log if entry[0] != 'GET']
-
-    def _next_rv(self):
-        self.rv += 1
-        return str(self.rv)
-
-    # -- the transport
-    def __call__(self, method, url, body, headers, timeout):
-        parts = urlsplit(url)
-        path = unquote(parts.path)
-        query = dict((k, v[0]) for k, v in parse_qs(parts.query).items())
-        data = json.loads(body.decode('utf-8')) if body else None
-        self.log.append((method, path, query, data))
-        for fault in self.faults:
-            if fault.get('count', 1) <= 0:
-                continue
-            if fault.get('method', method) != method or fault.get('path', '') not in path:
-                continue
-            if fault.get('exact') is not None and fault['exact'] != path:
-                continue
-            fault['count'] = fault.get('count', 1) - 1
-            if fault.get('transport'):
-                if fault.get('apply'):
-                    self._route(method, path, query, data, headers)
-                raise TransportError('ReadTimeoutError: read timed out')
-            if fault.get('apply'):
-                self._route(method, path, query, data, headers)
-            return self._status(fault['status'], fault.get('reason', 'InternalError'), fault.get('message', 'boom'))
-        return self._route(method, path, query, data, headers)
-
-    @staticmethod
-    def _answer(code, obj):
-        return code, 'OK', {}, json.dumps(obj).encode('utf-8')
-
-    def _status(self, code, reason, message, name=None, kind=None):
-        body = dict(kind='Status', apiVersion='v1', status='Failure', message=message, reason=reason, code=code,
-                    details=dict(name=name, kind=kind))
-        return code, reason, {}, json.dumps(body).encode('utf-8')
-
-    def _route(self, method, path, query, data, headers):
-        if path == '/version':
-            return self._answer(200, dict(gitVersion=self.version, major='1', minor=self.version.split('.')[1]))
-        segments = [s for s in path.split('/') if s]
-        if segments[0] == 'api':
-            gv, rest = segments[1], segments[2:]
-        else:
-            gv, rest = '/'.join(segments[1:3]), segments[3:]
-        if gv not in self.served:
-            return 404, 'Not Found', {}, b'404 page not found'
-        if not rest:
-            return self._answer(200, dict(kind='APIResourceList', groupVersion=gv,
-                                          resources=[dict(name=p) for p in self.served[gv]]))
-        namespace = None
-        if rest[0] == 'namespaces' and len(rest) >= 3:
-            namespace, rest = rest[1], rest[2:]
-        plural = rest[0]
-        if plural not in self.served[gv]:
-            return 404, 'Not Found', {}, b'404 page not found'
-        name = rest[1] if len(rest) > 1 else None
-        sub = rest[2] if len(rest) > 2 else None
-        objects = self.store.setdefault(plural, {})
-        if name is None:
-            if method == 'GET':
-                return self._list(plural, objects, namespace, query)
-            if method == 'POST':
-                return self._create(gv, plural, objects, data, namespace)
-            return self._status(405, 'MethodNotAllowed', 'method not allowed')
-        key = (namespace, name)
-        obj = objects.get(key)
-        if obj is None:
-            return self._status(404, 'NotFound', '%s "%s" not found' % (plural, name), name, plural)
-        if method == 'GET':
-            return self._answer(200, obj)
-        if method == 'PATCH':
-            return self._patch(plural, objects, key, obj, data, sub, headers)
-        if method == 'DELETE':
-            return self._delete(plural, objects, key, obj, data)
-        return self._status(405, 'MethodNotAllowed', 'method not allowed')
-
-    def _list(self, plural, objects, namespace, query):
-        items = [o for (ns, _n), o in sorted(objects.items(), key=lambda kv: (kv[0][0] or '', kv[0][1]))
-                 if namespace is None or ns == namespace]
-        selector = query.get('fieldSelector')
-        if selector:
-            field, value = selector.split('=', 1)
-            cur = None
-            kept = []
-            for item in items:
-                cur = item
-                for part in field.split('.'):
-                    cur = (cur or {}).get(part)
-                if (cur or '') == value:
-                    kept.append(item)
-            items = kept
-        start = int(query.get('continue') or 0)
-        limit = min(int(query.get('limit') or self.page), self.page)
-        page = items[start:start + limit]
-        meta = dict(resourceVersion=str(self.rv))
-        if start + limit < len(items):
-            meta['continue'] = str(start + limit)
-        return self._answer(200, dict(kind='List', metadata=meta, items=page))
-
-    def _create(self, gv, plural, objects, data, namespace):
-        meta = data.get('metadata') or {}
-        key = (namespace, meta.get('name'))
-        if key in objects:
-            return self._status(409, 'AlreadyExists', '%s "%s" already exists' % (plural, meta.get('name')))
-        obj = copy.deepcopy(data)
-        if plural in CUSTOM:
-            obj.pop('status', None)
-        obj = self.add(plural, obj)
-        self._hooks('POST', plural, obj)
-        return self._answer(201, obj)
-
-    def _patch(self, plural, objects, key, obj, data, sub, headers):
-        assert headers.get('Content-Type') == 'application/merge-patch+json'
-        want_rv = (data.get('metadata') or {}).get('resourceVersion')
-        if want_rv and want_rv != obj['metadata']['resourceVersion']:
-            return self._status(409, 'Conflict', 'Operation cannot be fulfilled on %s "%s": the object has been '
-                                'modified; please apply your changes to the latest version and try again'
-                                % (plural, key[1]))
-        if sub == 'status':
-            new = dict(obj, status=merge(obj.get('status') or {}, (data or {}).get('status') or {}))
-        else:
-            patch = copy.deepcopy(data)
-            (patch.get('metadata') or {}).pop('resourceVersion', None)
-            patch.pop('status', None)
-            new = merge(obj, patch)
-            if new.get('spec') != obj.get('spec'):
-                new['metadata']['generation'] = obj['metadata'].get('generation', 1) + 1
-        new['metadata']['resourceVersion'] = self._next_rv()
-        if new['metadata'].get('deletionTimestamp') and not new['metadata'].get('finalizers'):
-            del objects[key]
-        else:
-            objects[key] = new
-        self._hooks('PATCH', plural, new)
-        return self._answer(200, new)
-
-    def _delete(self, plural, objects, key, obj, data):
-        pre = (data or {}).get('preconditions') or {}
-        if pre.get('uid') and pre['uid'] != obj['metadata']['uid']:
-            return self._status(409, 'Conflict', 'Precondition failed: UID in precondition: %s, UID in object meta: %s'
-                                % (pre['uid'], obj['metadata']['uid']))
-        if pre.get('resourceVersion') and pre['resourceVersion'] != obj['metadata']['resourceVersion']:
-            return self._status(409, 'Conflict', 'Precondition failed: ResourceVersion in precondition: %s'
-                                % pre['resourceVersion'])
-        if obj['metadata'].get('finalizers'):
-            if not obj['metadata'].get('deletionTimestamp'):
-                obj = copy.deepcopy(obj)
-                obj['metadata']['deletionTimestamp'] = self.now().strftime('%Y-%m-%dT%H:%M:%SZ')
-                obj['metadata']['resourceVersion'] = self._next_rv()
-                objects[key] = obj
-            self._hooks('DELETE', plural, obj)
-            return self._answer(200, obj)
-        del objects[key]
-        self._hooks('DELETE', plural, obj)
-        return self._answer(200, obj)
-
-    def _hooks(self, method, plural, obj):
-        for hook in self.hooks:
-            hook(self, method, plural, obj)
-
-
-def api_for(fake, retries=3):
-    return KubeApi(fake, timeout=5, retries=retries, sleep=lambda s: None)
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import SERVED, FakeKube, api_for
 
 
 # --------------------------------------------------------------------------- KubeApi
@@ -392,12 +164,7 @@ class FakeModule(object):
         raise SystemExit(kwargs)
 
 
-def test_missing_kubernetes_core_or_library_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(_k8s_common, 'K8S_CORE_IMPORT_ERROR', 'Traceback: no kubernetes.core')
-    with pytest.raises(SystemExit) as info:
-        check_requirements(FakeModule())
-    assert 'kubernetes.core collection' in info.value.args[0]['msg']
-    monkeypatch.setattr(_k8s_common, 'K8S_CORE_IMPORT_ERROR', None)
+def test_a_missing_kubernetes_library_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(_k8s_common, 'KUBERNETES_IMPORT_ERROR', 'Traceback: no kubernetes')
     with pytest.raises(SystemExit) as info:
         check_requirements(FakeModule())
@@ -423,7 +190,7 @@ def test_connect_reports_a_missing_kubeconfig_clearly(tmp_path, monkeypatch):
         module.params.setdefault(option, None)
     with pytest.raises(_k8s_common.K8sError) as info:
         _k8s_common.connect(module)
-    assert 'missing.conf' in info.value.msg or 'kubeconfig' in info.value.msg.lower()
+    assert info.value.msg.startswith('kubeconfig %s does not exist' % (tmp_path / 'missing.conf')), info.value.msg
 
 
 # --------------------------------------------------------------------------- I8: bounded connect
@@ -515,3 +282,158 @@ def test_bounded_call_returns_results_and_re_raises_errors_i8():
         _k8s_common.bounded_call(lambda: gate.wait(30), 0.5, 'reading the moon')
     gate.set()
     assert 'reading the moon timed out after request_timeout=0.5s' in info.value.msg
+
+
+# --------------------------------------------------------------------------- the client: kubernetes.core + kubernetes
+
+def test_impersonation_headers_come_from_the_options_else_the_environment():
+    headers = _k8s_common.impersonation_headers(dict(impersonate_user='alice', impersonate_groups=['ops', 'audit']),
+                                                environ=dict(K8S_AUTH_IMPERSONATE_USER='bob'))
+    assert [(str(name), value) for name, value in headers] == [
+        ('Impersonate-User', 'alice'), ('Impersonate-Group', 'ops'), ('Impersonate-Group', 'audit')]
+    assert len(dict(headers)) == 3   # each group stays a header of its own
+    environ = dict(K8S_AUTH_IMPERSONATE_USER='bob', K8S_AUTH_IMPERSONATE_GROUPS='ops,,audit')
+    headers = _k8s_common.impersonation_headers(dict(impersonate_user=None, impersonate_groups=None), environ)
+    assert [(str(name), value) for name, value in headers] == [
+        ('Impersonate-User', 'bob'), ('Impersonate-Group', 'ops'), ('Impersonate-Group', 'audit')]
+    assert _k8s_common.impersonation_headers(dict(impersonate_user=None, impersonate_groups=None), {}) == []
+
+
+class KubeServer(object):
+    """An HTTP API server on 127.0.0.1 answering discovery, /api/v1/nodes/<name> (n1 exists; `drop`
+    closes the connection without an answer), the list of pods and PATCH of n1; records every request."""
+
+    def __init__(self):
+        import threading
+        try:
+            from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        except ImportError:  # pragma: no cover
+            pytest.skip('needs Python 3.7+ (http.server.ThreadingHTTPServer)')
+        self.requests = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+
+            def log_message(self, *args):  # pylint: disable=arguments-differ
+                pass
+
+            def answer(self):
+                length = int(self.headers.get('Content-Length') or 0)
+                body = self.rfile.read(length) if length else b''
+                owner.requests.append((self.command, self.path, self.headers, body))
+                status, obj = owner.route(self.command, urlsplit(self.path).path, body)
+                if status is None:
+                    self.close_connection = True   # no answer at all
+                    return
+                data = json.dumps(obj).encode('utf-8')
+                self.send_response(status)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            do_GET = do_PATCH = do_DELETE = do_POST = answer
+
+        self.server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def route(method, path, body):
+        node = dict(kind='Node', apiVersion='v1', metadata=dict(name='n1', uid='u-1'))
+        patched = json.loads(body).get('metadata', {}) if body else {}
+        answers = {
+            '/version': dict(major='1', minor='30', gitVersion='v1.30.2'),
+            '/api': dict(kind='APIVersions', versions=['v1']),
+            '/apis': dict(kind='APIGroupList', apiVersion='v1', groups=[]),
+            '/api/v1': dict(kind='APIResourceList', groupVersion='v1', resources=[
+                dict(name='nodes', namespaced=False, kind='Node', verbs=['get', 'list', 'patch'])]),
+            '/api/v1/nodes/n1': dict(node, metadata=dict(node['metadata'], **patched)),
+            '/api/v1/pods': dict(kind='PodList', metadata=dict(), items=[]),
+        }
+        if path == '/api/v1/nodes/drop':
+            return None, None
+        if path in answers and (method == 'GET' or path == '/api/v1/nodes/n1'):
+            return 200, answers[path]
+        return 404, dict(kind='Status', apiVersion='v1', status='Failure', reason='NotFound', code=404,
+                         message='nodes "%s" not found' % path.rsplit('/', 1)[-1])
+
+    def kubeconfig(self, path):
+        path.write_text(json.dumps(dict(
+            apiVersion='v1', kind='Config', **{'current-context': 'lab'},
+            clusters=[dict(name='lab', cluster=dict(server='http://127.0.0.1:%d' % self.port))],
+            users=[dict(name='u', user=dict(token='t0ken'))],
+            contexts=[dict(name='lab', context=dict(cluster='lab', user='u'))])))
+        return str(path)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def kube_server(tmp_path, monkeypatch):
+    for name in list(__import__('os').environ):
+        if name.startswith('K8S_AUTH_') or name == 'KUBECONFIG':
+            monkeypatch.delenv(name)
+    monkeypatch.setenv('TMPDIR', str(tmp_path))   # kubernetes.core's discovery cache
+    server = KubeServer()
+    yield server
+    server.close()
+
+
+def connected(server, tmp_path, **params):
+    module = FakeModule(kubeconfig=server.kubeconfig(tmp_path / 'kubeconfig'), request_timeout=5, **params)
+    for option in k8s_argument_spec():
+        module.params.setdefault(option, None)
+    api = _k8s_common.connect(module)
+    api.sleep = lambda seconds: None
+    del server.requests[:]   # kubernetes.core's discovery
+    return api
+
+
+def test_requests_go_out_with_the_kubeconfig_token_our_agent_and_the_impersonation(kube_server, tmp_path):
+    api = connected(kube_server, tmp_path, impersonate_user='alice', impersonate_groups=['ops', 'audit'])
+    assert api.get('/api/v1/nodes/n1', what=('Node', 'n1'))['metadata']['uid'] == 'u-1'
+    assert api.list('/api/v1/pods', what=('Pod', None), field_selector='spec.nodeName=n1') == []
+    patched = api.merge_patch('/api/v1/nodes/n1', dict(metadata=dict(labels=dict(a='b'))), what=('Node', 'n1'))
+    assert patched['metadata']['labels'] == dict(a='b')
+    (get, listing, patch) = kube_server.requests
+    for _method, _path, headers, _body in (get, listing, patch):
+        assert headers['Authorization'] == 'Bearer t0ken' and headers['User-Agent'] == _k8s_common.USER_AGENT
+        assert headers['Impersonate-User'] == 'alice' and headers.get_all('Impersonate-Group') == ['ops', 'audit']
+        assert headers['Accept'] == 'application/json'
+    assert listing[1] == '/api/v1/pods?limit=500&fieldSelector=spec.nodeName%3Dn1'
+    assert patch[0] == 'PATCH' and patch[2]['Content-Type'] == 'application/merge-patch+json'
+    assert json.loads(patch[3]) == dict(metadata=dict(labels=dict(a='b')))
+
+
+def test_error_answers_carry_the_api_status_and_message(kube_server, tmp_path):
+    api = connected(kube_server, tmp_path)
+    assert api.get('/api/v1/nodes/gone', what=('Node', 'gone'), missing_ok=True) is None
+    with pytest.raises(K8sApiError) as info:
+        api.get('/api/v1/nodes/gone', what=('Node', 'gone'))
+    assert info.value.status == 404 and info.value.reason == 'NotFound'
+    assert info.value.msg == 'Failed to read Node gone: 404 NotFound: nodes "gone" not found'
+
+
+def test_no_answer_is_retried_by_kubeapi_alone_not_by_the_connection_pool(kube_server, tmp_path):
+    api = connected(kube_server, tmp_path, api_retries=2)
+    with pytest.raises(K8sConnectionError) as info:
+        api.get('/api/v1/nodes/drop', what=('Node', 'drop'))
+    assert [r[1] for r in kube_server.requests] == ['/api/v1/nodes/drop'] * 3   # 1 + api_retries
+    assert info.value.msg.startswith('The Kubernetes API at http://127.0.0.1:%d is not reachable' % kube_server.port)
+    assert 'the connection was closed without an answer' in info.value.msg, info.value.msg
+
+
+def test_a_tls_failure_is_no_answer_and_says_so(kube_server):
+    import kubernetes.client
+    configuration = kubernetes.client.Configuration()
+    configuration.host = 'https://127.0.0.1:%d' % kube_server.port   # TLS to a plain HTTP server
+    transport = _k8s_common._ClientTransport(configuration)
+    with pytest.raises(TransportError) as info:
+        transport('GET', '/version', None, {'Accept': 'application/json'}, 5)
+    assert str(info.value).startswith('TLS failed (check ca_cert, client_cert, validate_certs): '), str(info.value)
+    assert 'Traceback' not in str(info.value) and len(str(info.value)) < 500

@@ -17,9 +17,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     csi_monitors,
     parse_monitor,
 )
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__networkfence_ops import (
-    cluster,
-    params,
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
+    networkfence_cluster as cluster,
+    networkfence_params as params,
 )
 
 

@@ -17,79 +17,17 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     build_requests,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import (
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
     SERVED,
-    FakeKube,
+    Controller,
+    Ticker,
     api_for,
+    networkfence_cluster as cluster,
+    networkfence_params as params,
 )
 
 SECRET = dict(name='csi-rbd-secret', namespace='ceph-csi')
 DRIVER = 'rbd.csi.ceph.com'
-
-
-def params(**kwargs):
-    base = dict(name=None, fences=None, state='present', fence_state=None, cidrs=None, driver=None, secret=None,
-                parameters=None, network_fence_class=None, labels=None)
-    base.update(kwargs)
-    return base
-
-
-class Controller(object):
-    """A CSI-Addons controller stand-in: answers each new generation of a fence (Failed for CIDRs in
-    `refuse`), adds and removes its finalizer."""
-
-    def __init__(self, refuse=(), silent=False):
-        self.refuse = set(refuse)
-        self.silent = silent
-        self.observed = {}
-
-    def __call__(self, fake, method, plural, obj):
-        if plural != 'networkfences':
-            return
-        meta = obj['metadata']
-        if method == 'DELETE' and meta.get('deletionTimestamp'):
-            del fake.store[plural][(None, meta['name'])]
-            return
-        if self.silent or self.observed.get(meta['name']) == meta.get('generation'):
-            return
-        self.observed[meta['name']] = meta.get('generation')
-        meta['finalizers'] = ['csiaddons.openshift.io/network-fence']
-        bad = [c for c in obj['spec']['cidrs'] if c in self.refuse]
-        state = obj['spec']['fenceState']
-        if bad:
-            obj['status'] = dict(result='Failed', message='rpc error: code = Internal desc = cannot %s %s' % (
-                'fence' if state == 'Fenced' else 'unfence', bad[0]))
-        else:
-            obj['status'] = dict(result='Succeeded', message='%s operation successful' % (
-                'fencing' if state == 'Fenced' else 'unfencing'))
-
-
-def cluster(controller=None, served=None, connected=True):
-    fake = FakeKube(served=served)
-    for name, ip, ready in (('node-a', '10.0.3.11', 'True'), ('node-b', '10.0.3.12', 'Unknown'),
-                            ('node-c', '10.0.3.13', 'True')):
-        fake.add('nodes', dict(metadata=dict(name=name), status=dict(
-            addresses=[dict(type='InternalIP', address=ip)], conditions=[dict(type='Ready', status=ready)])))
-        fake.add('csiaddonsnodes', dict(metadata=dict(name='%s-rbd' % name, namespace='ceph-csi'), spec=dict(
-            driver=dict(name=DRIVER, nodeID=name, endpoint='pod://x:9070'))),
-            status=dict(state='Connected' if connected else 'Failed'))
-    fake.add('networkfenceclasses', dict(metadata=dict(name='rbd'), spec=dict(
-        provisioner=DRIVER, parameters={'clusterID': 'lab'})))
-    if controller is not None:
-        fake.hooks.append(controller)
-    fences = NetworkFences(api_for(fake), workers=4, sleep=lambda s: None, clock=Ticker())
-    return fake, fences
-
-
-class Ticker(object):
-    """A clock that advances a second per reading."""
-
-    def __init__(self):
-        self.t = 0
-
-    def __call__(self):
-        self.t += 1
-        return self.t
 
 
 def plan_and_run(nf, wait=True, force=False, wait_timeout=30, **kwargs):

@@ -28,7 +28,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._pods import (
     replacement_status,
     user_error,
 )
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import FakeKube, api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, pod, pods_world
 
 
 # --------------------------------------------------------------------------- input
@@ -109,16 +109,6 @@ def test_failure_message_names_each_failed_pod():
 
 # --------------------------------------------------------------------------- deleting
 
-def pods_world(count=5):
-    fake = FakeKube()
-    uids = {}
-    for i in range(count):
-        pod = fake.add('pods', dict(metadata=dict(name='p-%d' % i, namespace='shop'), spec=dict(nodeName='node-b'),
-                                    status=dict(phase='Running')))
-        uids['p-%d' % i] = pod['metadata']['uid']
-    return fake, uids
-
-
 def refs(names, uids=None):
     return [dict(namespace='shop', name=n, uid=(uids or {}).get(n)) for n in names]
 
@@ -187,15 +177,6 @@ def test_check_mode_reads_only():
 
 
 # --------------------------------------------------------------------------- replacement pods
-
-def pod(name, node, claims, phase='Running', namespace='shop', deleting=False):
-    meta = dict(name=name, namespace=namespace)
-    if deleting:
-        meta['deletionTimestamp'] = '2026-11-21T06:00:00Z'
-    return dict(metadata=meta, spec=dict(nodeName=node, volumes=[
-        dict(name='v%d' % i, persistentVolumeClaim=dict(claimName=c)) for i, c in enumerate(claims)]),
-        status=dict(phase=phase))
-
 
 def test_replacement_status():
     pods = [pod('db-0-old', 'node-b', ['data-db-0']), pod('db-0', 'node-c', ['data-db-0']),

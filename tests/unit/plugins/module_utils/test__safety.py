@@ -69,7 +69,7 @@ def lease(name, age, namespace='kube-node-lease'):
 
 
 def image(spec, *addresses, **kw):
-    """An rbd_watchers image: watchers at `addresses` (Ceph's ip:port/nonce)."""
+    """An rbd_watchers_info image: watchers at `addresses` (Ceph's ip:port/nonce)."""
     return dict(spec=spec, watchers=[dict(address=a) for a in addresses],
                 csi_client_addresses=[dict(node=n, ip=ip) for n, ip in kw.get('recorded', [])])
 
@@ -554,6 +554,8 @@ def test_item3_in_tree_lock_id_ties_the_holder_when_the_address_is_unlisted():
     lock('rbd/img', '[::ffff:10.0.0.20]:0/1'),
     lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-p'),
     lock('rbd/img', '10.0.0.12:0/1', lock_id='kubelet_lock_magic_node-p'),
+    # held from the pod's own node under a lock id naming a down node with a stale Lease
+    lock('rbd/img', '10.0.0.20:0/1', lock_id='kubelet_lock_magic_node-b'),
 ])
 def test_item3_lock_of_the_stuck_pods_own_node_is_never_broken(held):
     nodes, leases = lock_cluster()

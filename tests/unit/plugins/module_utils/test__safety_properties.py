@@ -246,7 +246,7 @@ RECORDS = [(name, host_text(host, form)) for name in NODE_NAMES for host in POD_
 
 
 def build_images(digits, min_watchers=0):
-    """rbd_watchers images (0-3, distinct specs), each with 0-3 (or 1-3) watchers and 0-2 ceph-csi
+    """rbd_watchers_info images (0-3, distinct specs), each with 0-3 (or 1-3) watchers and 0-2 ceph-csi
     records of which node staged it from which IP."""
     images = []
     for spec in IMAGE_SPECS[:digits(len(IMAGE_SPECS) + 1)]:
@@ -487,7 +487,7 @@ POD_SHAPES = list(itertools.product(('ns', 'ns', 'other'), (True, True, False), 
 
 
 def build_release(digits):
-    """The failed node's volumes (RBD with or without PV, other drivers), what rbd_watchers read
+    """The failed node's volumes (RBD with or without PV, other drivers), what rbd_watchers_info read
     before and after the fence, a fence plan that fenced or kept each watcher, NetworkFence CIDRs,
     the taint, and terminating (or not) pods using claims of those volumes, unknown claims or inline
     volumes."""

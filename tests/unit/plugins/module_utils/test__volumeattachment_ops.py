@@ -6,58 +6,16 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import datetime
-
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sRefused
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import attachment_name
 from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import FakeKube, api_for
-
-UTC = datetime.timezone.utc
-DRIVER = 'rbd.csi.ceph.com'
-FIN = 'external-attacher/rbd-csi-ceph-com'
-
-
-class Clock(object):
-    def __init__(self):
-        self.t = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=UTC)
-
-    def now(self):
-        return self.t
-
-    def time(self):
-        return (self.t - datetime.datetime(2026, 1, 1, tzinfo=UTC)).total_seconds()
-
-    def sleep(self, seconds):
-        self.t += datetime.timedelta(seconds=seconds)
-
-
-def cluster(version='v1.30.2', node_b_ready='Unknown'):
-    """node-a Ready with pod web-1 using pv-1; node-b NotReady for 10 min, its pod gone; VA of pv-0 on
-    node-b (stale) and of pv-1 on node-a (healthy)."""
-    clock = Clock()
-    fake = FakeKube(version=version, now=clock.now)
-    for name, ready in (('node-a', 'True'), ('node-b', node_b_ready)):
-        fake.add('nodes', dict(metadata=dict(name=name), status=dict(conditions=[
-            dict(type='Ready', status=ready, lastTransitionTime='2026-11-21T05:50:00Z')])))
-    for i, node in enumerate(('node-b', 'node-a')):
-        fake.add('persistentvolumes', dict(metadata=dict(name='pv-%d' % i), spec=dict(
-            csi=dict(driver=DRIVER, volumeHandle='h-%d' % i), claimRef=dict(namespace='default', name='c-%d' % i))))
-        fake.add('volumeattachments', dict(
-            metadata=dict(name=attachment_name('h-%d' % i, DRIVER, node), finalizers=[FIN]),
-            spec=dict(attacher=DRIVER, nodeName=node, source=dict(persistentVolumeName='pv-%d' % i))),
-            status=dict(attached=True))
-    fake.add('pods', dict(metadata=dict(name='web-1', namespace='default'), spec=dict(
-        nodeName='node-a', volumes=[dict(name='d', persistentVolumeClaim=dict(claimName='c-1'))]),
-        status=dict(phase='Running')))
-    vas = VolumeAttachments(api_for(fake), not_ready_grace=300, now=clock.now, sleep=clock.sleep, clock=clock.time)
-    return fake, clock, vas
-
-
-VA0 = attachment_name('h-0', DRIVER, 'node-b')
-VA1 = attachment_name('h-1', DRIVER, 'node-a')
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
+    VA0,
+    VA1,
+    VOLUMEATTACHMENT_FINALIZER as FIN,
+    volumeattachment_cluster as cluster,
+)
 
 
 def test_select_and_assess():

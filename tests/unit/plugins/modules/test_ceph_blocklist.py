@@ -15,7 +15,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
 from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, ceph_blocklist_info
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import (
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import (
     MON_IP,
     NODES,
     FakeCluster,
@@ -112,7 +112,7 @@ def test_I7_failing_after_5_of_6_adds_reports_changed_and_both_lists(monkeypatch
 
 
 def test_I7_a_monitor_dying_mid_run_keeps_the_lists_and_adds_the_error(monkeypatch, capsys):
-    from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import DyingMonitor
+    from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import DyingMonitor
     cluster = DyingMonitor(alive=2)
     out, _ignored = run(ceph_blocklist, dict(addresses=['10.99.5.1', '10.99.5.2', '10.99.5.3'], parallel=1),
                         monkeypatch, capsys, cluster)

@@ -15,8 +15,8 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephConnectionError
-from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, ceph_blocklist_info, rbd_lock, rbd_watchers
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import FakeCluster
+from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, ceph_blocklist_info, rbd_lock, rbd_lock_info, rbd_watchers_info
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import FakeCluster
 
 CONNECT_FAILED = dict(client=dict(backend='rados', version='16.2.15', release='pacific', error=None),
                       cluster=dict(version=None, release=None, versions=[], mixed=False,
@@ -25,8 +25,9 @@ CONNECT_FAILED = dict(client=dict(backend='rados', version='16.2.15', release='p
 MODULES = [
     (ceph_blocklist_info, dict()),
     (ceph_blocklist, dict(addresses=['10.0.0.1'])),
-    (rbd_watchers, dict(images=['rbd/img'])),
+    (rbd_watchers_info, dict(images=['rbd/img'])),
     (rbd_lock, dict(pool='rbd', image='img')),
+    (rbd_lock_info, dict(image_spec='rbd/img')),
 ]
 
 

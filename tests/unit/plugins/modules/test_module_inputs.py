@@ -15,9 +15,9 @@ import pytest
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request, check_removal
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephRefused, check_expire
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
-from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, rbd_lock, rbd_watchers
+from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, rbd_lock, rbd_watchers_info
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.test_ceph_blocklist import run
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import FakeCluster
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import FakeCluster
 
 ENTRIES = ('10.0.0.5:0/0', '10.1.2.3:0/0', '[fd00::5]:0/0')
 
@@ -123,10 +123,10 @@ def test_check_range():
     (ceph_blocklist, dict(cidrs=['10.0.0.5/24']), "CIDR '10.0.0.5/24' is ambiguous (host bits set)"),
     (ceph_blocklist, dict(addresses=['10.0.0.1'], protect_addresses=['1.2.3.4/33']),
      "protect_addresses '1.2.3.4/33' is not an IP address, and not a CIDR (prefix length 33"),
-    (rbd_watchers, dict(images=['rbd/x'], parallel=0), 'parallel=0 is out of range: give 1 to 256'),
-    (rbd_watchers, dict(images=['rbd/x'], node_addresses={'node-b': ['10.0.0.1; rm -rf /']}),
+    (rbd_watchers_info, dict(images=['rbd/x'], parallel=0), 'parallel=0 is out of range: give 1 to 256'),
+    (rbd_watchers_info, dict(images=['rbd/x'], node_addresses={'node-b': ['10.0.0.1; rm -rf /']}),
      "node_addresses['node-b'] '10.0.0.1; rm -rf /' is not an IP address"),
-    (rbd_watchers, dict(images=['rbd/x'], exclude_addresses=['1.2.3.4/33']),
+    (rbd_watchers_info, dict(images=['rbd/x'], exclude_addresses=['1.2.3.4/33']),
      "exclude_addresses '1.2.3.4/33' is not an IP address, and not a CIDR"),
     (rbd_lock, dict(pool='rbd', image='x', state='absent', address=['10.0.0.1; rm -rf /']),
      "address '10.0.0.1; rm -rf /' is not an IP address"),

@@ -15,12 +15,9 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
 from ansible_collections.volfence.csi.plugins.modules import networkfence, networkfence_info
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import Controller, api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import networkfence_cluster as cluster
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__networkfence_ops import (
-    Controller,
-    cluster,
-)
 
 
 def run(module, args, monkeypatch, capsys, fake, check=False, diff=False):
@@ -206,7 +203,7 @@ def test_node_fences_creates_one_unfenced_fence_per_node_then_writes_nothing(mon
 
 
 def test_node_fences_check_mode_without_the_crds_says_so_and_a_real_run_fails(monkeypatch, capsys):
-    from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import SERVED
+    from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import SERVED
     served = dict(SERVED)
     del served['csiaddons.openshift.io/v1alpha1']
     fake, _fences = cluster(served=served)

@@ -14,8 +14,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.modules import pod_force_delete, replacement_pods_info
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import FakeKube, api_for
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__pods import pod, pods_world
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, pod, pods_world
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings
 
 

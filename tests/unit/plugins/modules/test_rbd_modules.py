@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""rbd_watchers and rbd_lock end to end through AnsibleModule, on a fake cluster fed with the
+"""rbd_watchers_info, rbd_lock_info and rbd_lock end to end through AnsibleModule, on a fake cluster fed with the
 outputs captured from the lab."""
 
 from __future__ import absolute_import, division, print_function
@@ -17,9 +17,9 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephCommandError, CephNotFoundError
-from ansible_collections.volfence.csi.plugins.modules import rbd_lock, rbd_watchers
+from ansible_collections.volfence.csi.plugins.modules import rbd_lock, rbd_lock_info, rbd_watchers_info
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__ceph_ops import (
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import (
     MON_IP,
     NODES,
     FakeCluster,
@@ -88,8 +88,8 @@ NODE_IPS = dict((node, [ip]) for node, ip in NODES.items())
 
 def test_watchers_of_many_images(monkeypatch, capsys):
     client = FakeRbd(images={'rbd/a': two_watchers(), 'rbd/ns/b': dict(watchers=[], metadata={})})
-    out = run(rbd_watchers, dict(images=['rbd/a', 'rbd/ns/b'], node_addresses=NODE_IPS,
-                                 exclude_addresses=[NODES['node-c']]), monkeypatch, capsys, client)
+    out = run(rbd_watchers_info, dict(images=['rbd/a', 'rbd/ns/b'], node_addresses=NODE_IPS,
+                                      exclude_addresses=[NODES['node-c']]), monkeypatch, capsys, client)
     assert not out['changed'] and out['in_use'] and out['watchers_total'] == 1
     a, b = out['images']
     assert a['nodes'] == ['node-b'] and a['excluded_watchers'][0]['node'] == 'node-c'
@@ -100,9 +100,9 @@ def test_watchers_of_many_images(monkeypatch, capsys):
 
 def test_missing_images_fail_clearly_or_are_reported(monkeypatch, capsys):
     client = FakeRbd(images={'rbd/a': two_watchers()})
-    out = run(rbd_watchers, dict(pool='rbd', image='nope'), monkeypatch, capsys, client)
+    out = run(rbd_watchers_info, dict(pool='rbd', image='nope'), monkeypatch, capsys, client)
     assert out['failed'] and '1 image(s) not found' in out['msg'] and 'rbd/nope' in out['msg']
-    out = run(rbd_watchers, dict(images=['rbd/a', 'rbd/nope'], ignore_missing=True), monkeypatch, capsys, client)
+    out = run(rbd_watchers_info, dict(images=['rbd/a', 'rbd/nope'], ignore_missing=True), monkeypatch, capsys, client)
     assert not out.get('failed') and [m['spec'] for m in out['missing']] == ['rbd/nope']
 
 
@@ -113,7 +113,7 @@ def test_missing_images_fail_clearly_or_are_reported(monkeypatch, capsys):
     (dict(images=['rbd/a'], exclude_addresses=['10.0.0.1/99']), 'exclude_addresses'),
 ])
 def test_watchers_bad_input(monkeypatch, capsys, args, message):
-    out = run(rbd_watchers, args, monkeypatch, capsys, FakeRbd())
+    out = run(rbd_watchers_info, args, monkeypatch, capsys, FakeRbd())
     assert out['failed'] and message in out['msg']
 
 
@@ -223,9 +223,9 @@ def test_I7_rbd_lock_fencing_failing_halfway_reports_the_fence_made(monkeypatch,
     (rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='--keyring=x')),
     (rbd_lock, dict(pool='rbd', image='img', state='present', lock_id='id', tag='--shared')),
     (rbd_lock, dict(pool='rbd', image='img', state='absent', locker='-client.4')),
-    (rbd_watchers, dict(pool='rbd', image='--keyring=ceph.keyring')),
-    (rbd_watchers, dict(images=['rbd/--keyring=ceph.keyring'])),
-    (rbd_watchers, dict(images=['rbd/--ns/img'])),
+    (rbd_watchers_info, dict(pool='rbd', image='--keyring=ceph.keyring')),
+    (rbd_watchers_info, dict(images=['rbd/--keyring=ceph.keyring'])),
+    (rbd_watchers_info, dict(images=['rbd/--ns/img'])),
 ])
 def test_I9_names_starting_with_a_dash_are_refused(monkeypatch, capsys, module, args):
     """Issue 11 item 9, I9: `--keyring=...` used to be accepted as an image name."""
@@ -260,7 +260,7 @@ def test_I7_rbd_watchers_accounts_for_every_image(monkeypatch, capsys):
             return [(s, None, CephCommandError('timed out', rc=110)) if str(s) == 'rbd/b' else (s, r, e)
                     for s, r, e in out]
     client = OneFails(images={'rbd/a': two_watchers(), 'rbd/b': two_watchers()})
-    out = run(rbd_watchers, dict(images=['rbd/a', 'rbd/b', 'rbd/nope']), monkeypatch, capsys, client)
+    out = run(rbd_watchers_info, dict(images=['rbd/a', 'rbd/b', 'rbd/nope']), monkeypatch, capsys, client)
     assert out['failed'] and '1 of 3 image(s)' in out['msg']
     assert [i['spec'] for i in out['images']] == ['rbd/a']
     assert [m['spec'] for m in out['missing']] == ['rbd/nope'] and [f['spec'] for f in out['failed_images']] == ['rbd/b']
@@ -289,3 +289,129 @@ def test_lock_break_with_a_locker_that_can_never_be_one_fails_before_reading(mon
               monkeypatch, capsys, client)
     assert out['failed'] and "locker 'client.abc' is not a locker name" in out['msg'] and client.calls == []
     assert client.broken == [] and client.entries == {}
+
+
+# ----------------------------------------------------------------------------- issue 16: public names
+
+def managed_lock():
+    bindings = json.loads(fixture('bindings_outputs.json'))
+    data = [v for k, v in bindings['images'].items() if '-managed-' in k][0]['list_lockers']
+    return dict(exclusive=data['exclusive'], tag=data['tag'],
+                lockers=[dict(locker=c, id=i, address=a) for c, i, a in data['lockers']])
+
+
+def deprecation_texts(out):
+    return [item if isinstance(item, str) else json.dumps(item) for item in out.get('deprecations') or []]
+
+
+def test_rbd_lock_info_lists_what_rbd_lock_without_state_listed(monkeypatch, capsys):
+    """rbd_lock_info gives the listing of rbd_lock without state (now deprecated there, with a
+    warning that points to rbd_lock_info), and writes nothing."""
+    for locks in (kubelet_lock(), managed_lock()):
+        client = FakeRbd(locks={'rbd/ns/img': locks})
+        fresh_warnings(monkeypatch)
+        info = run(rbd_lock_info, dict(image_spec='rbd/ns/img', node_addresses=NODE_IPS), monkeypatch, capsys, client)
+        assert not info.get('failed') and not info['changed'] and not deprecation_texts(info)
+        assert info['locks'] and [lk['id'] for lk in info['locks']] == [lk['id'] for lk in locks['lockers']]
+        assert info['versions'] == FakeRbd.known_versions and info['backend'] == 'fake'
+        fresh_warnings(monkeypatch)
+        listed = run(rbd_lock, dict(pool='rbd', namespace='ns', image='img', node_addresses=NODE_IPS),
+                     monkeypatch, capsys, client)
+        assert not listed.get('failed') and not listed['changed']
+        for key in ('locks', 'exclusive_lock_owners', 'lock_owners', 'backend', 'versions'):
+            assert info[key] == listed[key], key
+        deprecations = deprecation_texts(listed)
+        assert len(deprecations) == 1 and 'volfence.csi.rbd_lock_info' in deprecations[0]
+        assert '2.0.0' in deprecations[0]
+        assert client.broken == [] and client.added == []
+        # the kubelet's lock is an advisory one; the managed one is the exclusive-lock feature's
+        owners = [lk['address'] for lk in locks['lockers'] if locks['tag'] == 'internal']
+        assert [owner['address'] for owner in info['exclusive_lock_owners']] == owners
+    assert owners, 'the managed-lock fixture holds an owner'
+
+
+class OwnersRefused(FakeRbd):
+    def lock_owners(self, spec):
+        raise CephCommandError('lock_get_owners failed: EBUSY', rc=-errno.EBUSY)
+
+
+def test_rbd_lock_info_says_why_librbd_could_not_name_the_owners(monkeypatch, capsys):
+    fresh_warnings(monkeypatch)
+    out = run(rbd_lock_info, dict(image_spec='rbd/img', query_lock_owners=True), monkeypatch, capsys,
+              OwnersRefused(locks={'rbd/img': kubelet_lock()}))
+    assert not out.get('failed') and out['lock_owners'] is None and out['locks']
+    assert any('lock_get_owners could not tell' in w and 'EBUSY' in w for w in warning_texts(out))
+
+
+def test_rbd_lock_breaks_the_image_its_spec_names(monkeypatch, capsys):
+    """image_spec names the same image as pool, namespace and image: the same lock is broken."""
+    for args in (dict(image_spec='rbd/ns/img'), dict(pool='rbd', namespace='ns', image='img')):
+        client = FakeRbd(locks={'rbd/ns/img': kubelet_lock(), 'rbd/img': kubelet_lock()})
+        out = run(rbd_lock, dict(args, state='absent', lock_id='kubelet_lock_magic_*'), monkeypatch, capsys, client)
+        assert out['changed'] and [b[0] for b in client.broken] == ['rbd/ns/img']
+        assert client.locks['rbd/img']['lockers']
+
+
+def test_rbd_watchers_info_reads_the_image_its_spec_names(monkeypatch, capsys):
+    client = FakeRbd(images={'rbd/ns/a': two_watchers()})
+    by_spec = run(rbd_watchers_info, dict(image_spec='rbd/ns/a', node_addresses=NODE_IPS), monkeypatch, capsys, client)
+    by_parts = run(rbd_watchers_info, dict(pool='rbd', namespace='ns', image='a', node_addresses=NODE_IPS),
+                   monkeypatch, capsys, client)
+    assert not by_spec.get('failed') and by_spec['images'] == by_parts['images']
+    assert by_spec['images'][0]['spec'] == 'rbd/ns/a' and by_spec['in_use']
+
+
+class Untouchable(FakeRbd):
+    """A cluster that fails the test if a module reads or writes anything."""
+
+    def image_locks(self, spec):
+        raise AssertionError('read the locks of %s' % spec)
+
+    def inspect_images(self, specs, metadata=True, workers=16):
+        raise AssertionError('read %s' % specs)
+
+
+BAD_SPECS = [
+    ('rbd', 'must be pool/image or pool/namespace/image'),
+    ('rbd/a/b/c', 'must be pool/image or pool/namespace/image'),
+    ('rbd//img', 'must be pool/image or pool/namespace/image'),
+    ('rbd/img@snap', 'must be pool/image or pool/namespace/image'),
+    ('rbd/my img', 'must be pool/image or pool/namespace/image'),
+    ('', 'must be pool/image or pool/namespace/image'),
+    ('-rbd/img', 'starts with "-"'),
+    ('rbd/--keyring=x', 'starts with "-"'),
+]
+
+
+@pytest.mark.parametrize('module, extra', [
+    (rbd_lock_info, {}),
+    (rbd_lock, dict(state='absent', lock_id='*')),
+    (rbd_lock, dict(state='present', lock_id='mine')),
+    (rbd_watchers_info, {}),
+])
+@pytest.mark.parametrize('spec, message', BAD_SPECS)
+def test_a_bad_image_spec_fails_clearly_before_anything_is_read(monkeypatch, capsys, module, extra, spec, message):
+    client = Untouchable()
+    out = run(module, dict(extra, image_spec=spec), monkeypatch, capsys, client)
+    assert out['failed'] and out['msg'].startswith('image_spec') and message in out['msg'], out['msg']
+    assert 'nothing was changed' in out['msg'] and not out.get('changed')
+    assert client.broken == [] and client.added == [] and client.calls == []
+
+
+@pytest.mark.parametrize('module', [rbd_lock_info, rbd_lock, rbd_watchers_info])
+@pytest.mark.parametrize('args, message', [
+    (dict(image_spec='rbd/img', pool='rbd'), 'mutually exclusive: image_spec|pool'),
+    (dict(image_spec='rbd/img', image='img'), 'mutually exclusive: image_spec|image'),
+    (dict(image_spec='rbd/img', namespace='ns'), 'mutually exclusive: image_spec|namespace'),
+    (dict(image='img'), 'required together: pool, image'),
+    (dict(pool='rbd'), 'required together: pool, image'),
+])
+def test_the_image_is_named_one_way(monkeypatch, capsys, module, args, message):
+    out = run(module, args, monkeypatch, capsys, Untouchable())
+    assert out['failed'] and message in out['msg'], out['msg']
+
+
+@pytest.mark.parametrize('module', [rbd_lock_info, rbd_lock])
+def test_the_lock_modules_need_an_image(monkeypatch, capsys, module):
+    out = run(module, {}, monkeypatch, capsys, Untouchable())
+    assert out['failed'] and 'one of the following is required: image_spec, image' in out['msg'], out['msg']

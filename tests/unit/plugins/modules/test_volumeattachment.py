@@ -15,13 +15,13 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.module_utils import _volumeattachment_ops
 from ansible_collections.volfence.csi.plugins.modules import volumeattachment, volumeattachment_info
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__k8s_common import api_for
-from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.test__volumeattachment_ops import (
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
     VA0,
     VA1,
-    cluster,
+    api_for,
+    volumeattachment_cluster as cluster,
 )
+from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
 
 
 def run(module, args, monkeypatch, capsys, fake, clock, check=False, diff=False):

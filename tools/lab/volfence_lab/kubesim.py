@@ -1,0 +1,865 @@
+"""Simulated Kubernetes behaviour for the lab, acting on the lab's real Ceph cluster.
+
+  agent --node NAME   a kubelet + ceph-csi node plugin for one node: heartbeat (Node Ready
+                      condition and a Lease), NodeStageVolume with ceph-csi's watcher check run
+                      from the node's network namespace, pod status and FailedMount events.
+  controlplane        what kube-controller-manager and the external-attacher do for the lab:
+                      node lifecycle (NotReady, taints, eviction), one-replica Deployments,
+                      scheduling, attach/detach (VolumeAttachments), plus a CSI-Addons stand-in.
+
+THE CSI-ADDONS PART IS A STAND-IN, not the CSI-Addons controller: kubeemu.csi.NetworkFenceStandIn (the
+one the tests and benchmarks use too) reconciles NetworkFence objects the way CSI-Addons with ceph-csi
+does (status.result/message, a finalizer), and here acts on the lab's Ceph (Fenced: blocklist the CIDRs,
+range command first; Unfenced: remove them), so the collection can be tested end to end without the
+real controller.
+
+Run by the lab (`python -m volfence_lab.kubesim agent|controlplane`, PYTHONPATH from lab.import_roots).
+
+Timings are shortened for the lab and set in LabTimings.
+"""
+
+import argparse
+import datetime
+import hashlib
+import ipaddress
+import json
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from volfence_lab import lab as labmod
+from kubeemu.client import ApiError, KubeClient, server_from_kubeconfig
+from kubeemu.csi import NetworkFenceStandIn, attachment_name
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+LAB_DRIVER = "rbd.csi.ceph.com"
+# A FUSE-backed (s3fs-like) CSI driver for dead-fuse-mount: the lab mounts its volumes with bindfs.
+FUSE_DRIVER = "ch.ctrox.csi.s3-driver"
+CSI_NAMESPACE = "ceph-csi"
+# Where ceph-csi's node plugin records the node that staged an image, value the node's IP
+# (ceph-csi PRs #5429/#5828: ".rbd.csi.ceph.com/clientaddress/<volume id>/<node id>").
+CLIENT_ADDRESS_KEY = ".rbd.csi.ceph.com/clientaddress/%s/%s"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
+
+
+class LabTimings(object):
+    heartbeat = 1.0          # kubelet status/lease renewal (real: 10 s)
+    node_grace = 4.0         # node-monitor-grace-period (real: 40 s)
+    eviction = 5.0           # pod eviction after the node became unreachable (real: 300 s)
+    force_detach = 6.0       # maxWaitForUnmountDuration (real: 6 min)
+    mount_retry = 0.5        # first retry of a failed MountDevice/SetUp (real: 0.5 s) ...
+    mount_retry_max = 1.0    # ... doubling up to this (real: 2 min 2 s)
+    loop = 0.5
+
+
+# Pods one node agent syncs at once (a kubelet's pod workers run in parallel).
+AGENT_WORKERS = int(os.environ.get("LAB_AGENT_WORKERS") or 16)
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def stamp(moment=None):
+    return (moment or now()).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_stamp(moment=None):
+    return (moment or now()).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value):
+    if not value:
+        return None
+    value = value.replace("Z", "+00:00")
+    return datetime.datetime.fromisoformat(value)
+
+
+def age(value):
+    moment = parse_time(value)
+    return None if moment is None else (now() - moment).total_seconds()
+
+
+def node_ready(node):
+    for cond in node.get("status", {}).get("conditions", []):
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def has_taint(node, key):
+    return any(t.get("key") == key for t in node.get("spec", {}).get("taints", []) or [])
+
+
+class VolumeIndex(object):
+    """PersistentVolumeClaims and PersistentVolumes listed once (a control-plane pass), served
+    through find() like the client's, so pod_volumes() costs no request per pod."""
+
+    def __init__(self, kube):
+        self.claims = {(c["metadata"]["namespace"], c["metadata"]["name"]): c
+                       for c in kube.list("persistentvolumeclaims")}
+        self.volumes = {v["metadata"]["name"]: v for v in kube.list("persistentvolumes")}
+
+    def find(self, kind, name, namespace=None):
+        if kind == "persistentvolumeclaims":
+            return self.claims.get((namespace, name))
+        if kind == "persistentvolumes":
+            return self.volumes.get(name)
+        raise KeyError(kind)
+
+
+def claims_bound(kube, pod):
+    """Whether every claim of the pod exists and is bound to an existing volume."""
+    for vol in pod.get("spec", {}).get("volumes", []) or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            continue
+        pvc = kube.find("persistentvolumeclaims", claim, pod["metadata"]["namespace"])
+        if not pvc or not pvc.get("spec", {}).get("volumeName") or \
+                not kube.find("persistentvolumes", pvc["spec"]["volumeName"]):
+            return False
+    return True
+
+
+def pod_volumes(kube, pod):
+    """(pvc, pv) pairs of a pod's PVC-backed CSI volumes that are bound."""
+    out = []
+    ns = pod["metadata"]["namespace"]
+    for vol in pod.get("spec", {}).get("volumes", []) or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            continue
+        pvc = kube.find("persistentvolumeclaims", claim, ns)
+        if not pvc or not pvc.get("spec", {}).get("volumeName"):
+            continue
+        pv = kube.find("persistentvolumes", pvc["spec"]["volumeName"])
+        if pv and pv.get("spec", {}).get("csi"):
+            out.append((pvc, pv))
+    return out
+
+
+def mount_state(path):
+    """None when nothing is mounted at path, "alive" or "dead" (a FUSE daemon gone) otherwise."""
+    try:
+        with open("/proc/self/mountinfo") as handle:
+            mounted = any(line.split()[4] == path for line in handle if len(line.split()) > 4)
+    except OSError:
+        return None
+    if not mounted:
+        return None
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (107, 103):  # ENOTCONN, ECONNABORTED
+            return "dead"
+    return "alive"
+
+
+def volumes_intree(kube, pod):
+    """(pvc, pv) pairs of a pod's volumes bound to in-tree rbd PersistentVolumes."""
+    out = []
+    for vol in pod.get("spec", {}).get("volumes", []) or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        pvc = claim and kube.find("persistentvolumeclaims", claim, pod["metadata"]["namespace"])
+        pv = pvc and pvc.get("spec", {}).get("volumeName") and kube.find("persistentvolumes", pvc["spec"]["volumeName"])
+        if pv and pv.get("spec", {}).get("rbd"):
+            out.append((pvc, pv))
+    return out
+
+
+def post_event(kube, pod, reason, message, component, host=None, type_="Warning"):
+    """Create or bump an event the way kubelet and controllers aggregate them."""
+    ns = pod["metadata"]["namespace"]
+    key = hashlib.sha1((pod["metadata"]["uid"] + reason + message).encode()).hexdigest()[:12]
+    name = "%s.%s" % (pod["metadata"]["name"], key)
+    existing = kube.find("events", name, ns)
+    if existing:
+        kube.patch("events", name, {"count": existing.get("count", 1) + 1, "lastTimestamp": stamp()}, ns)
+        return
+    kube.create("events", {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": ns},
+        "involvedObject": {"kind": "Pod", "name": pod["metadata"]["name"], "namespace": ns,
+                           "uid": pod["metadata"]["uid"], "apiVersion": "v1"},
+        "reason": reason, "message": message, "type": type_, "count": 1,
+        "firstTimestamp": stamp(), "lastTimestamp": stamp(),
+        "source": {"component": component, "host": host} if host else {"component": component},
+        "reportingComponent": component, "reportingInstance": host or "",
+    }, ns)
+
+
+# ----------------------------------------------------------------------------- node agent
+
+class WatcherCheck(object):
+    """The node plugin's long-lived Ceph client (holder.py --check-watchers, in the node's
+    namespace): ceph-csi's "is the image still in use?" read, without a new process per retry.
+    watchers() answers None when it cannot tell; the caller then stages, whose holder checks again."""
+
+    def __init__(self, cfg, node):
+        self.cfg = cfg
+        self.node = node
+        self.proc = None
+        self.lock = threading.Lock()
+
+    def start(self):
+        cfg = self.cfg
+        os.makedirs(os.path.join(cfg.dir, "log"), exist_ok=True)
+        with open(os.path.join(cfg.dir, "log", "watcher-check-%s.log" % self.node), "a") as errors:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", cfg.netns(self.node), cfg.tool("python3"), os.path.join(HERE, "holder.py"),
+                 "--conf", cfg.conf, "--keyring", cfg.keyring, "--user", cfg.user, "--check-watchers"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, universal_newlines=True, bufsize=1,
+                env=labmod.clean_env())
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def watchers(self, image, timeout=15):
+        with self.lock:
+            try:
+                if self.proc is None or self.proc.poll() is not None:
+                    self.start()
+                self.proc.stdin.write(image + "\n")
+                self.proc.stdin.flush()
+                ready, _w, _x = select.select([self.proc.stdout], [], [], timeout)
+                if not ready:
+                    raise OSError("no answer within %ss" % timeout)
+                answer = json.loads(self.proc.stdout.readline())
+            except (OSError, ValueError) as exc:
+                log("agent %s: watcher check of %s: %s" % (self.node, image, exc))
+                self.stop()
+                return None
+        return None if "error" in answer else answer["watchers"]
+
+
+class NodeAgent(object):
+    """kubelet + ceph-csi node plugin of one simulated node (and a FUSE CSI node plugin).
+
+    Pods are synced in parallel, as a kubelet's pod workers do: a bounded pool, each pod in at
+    most one worker at a time (so a pod's own steps stay in order), stage and unstage of one
+    image serialized on the node (two pods of the node may share an image). The heartbeat has
+    its own thread, so a slow sync never makes the node look dead."""
+
+    def __init__(self, cfg, node, kube, workers=None):
+        self.cfg = cfg
+        self.node = node
+        self.kube = kube
+        self.ip = cfg.node_ip(node)
+        self.kubelet_dir = labmod.kubelet_dir(cfg, node)
+        self.pool = ThreadPoolExecutor(max_workers=workers or AGENT_WORKERS, thread_name_prefix="pod-worker")
+        self.lock = threading.Lock()
+        self.inflight = set()     # uids of the pods a worker has (or will have)
+        self.image_locks = {}     # image -> lock of its stage/unstage on this node
+        self.resolved = {}        # pod uid -> its volumes, once every claim was bound
+        self.retry = {}           # pod uid -> (next attempt, delay): failed mounts back off
+        self.checker = WatcherCheck(cfg, node)
+
+    # --- FUSE CSI volumes (dead-fuse-mount)
+    def fuse_mount_path(self, pod, pv):
+        return os.path.join(self.kubelet_dir, "pods", pod["metadata"]["uid"], "volumes", "kubernetes.io~csi",
+                            pv["metadata"]["name"], "mount")
+
+    def fuse_publish(self, pod, pv):
+        """NodePublishVolume of an s3fs-like driver: a FUSE daemon serves the bucket at the pod's path."""
+        path = self.fuse_mount_path(pod, pv)
+        if mount_state(path) is not None:
+            return
+        handle = pv["spec"]["csi"]["volumeHandle"]
+        bucket = os.path.join(self.cfg.dir, "s3", handle)
+        os.makedirs(bucket, exist_ok=True)
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(os.path.dirname(path), "vol_data.json"), "w") as out:
+            json.dump({"driverName": FUSE_DRIVER, "volumeHandle": handle, "specVolID": pv["metadata"]["name"],
+                       "nodeName": self.node}, out)
+        subprocess.run(["bindfs", bucket, path], check=True, timeout=20)
+
+    def fuse_teardown(self, pod, pv):
+        """kubelet's TearDown: it stats the mount point first, which fails on a dead FUSE mount."""
+        path = self.fuse_mount_path(pod, pv)
+        state = mount_state(path)
+        if state == "dead":
+            return 'UnmountVolume.TearDown failed for volume "%s" : stat %s: transport endpoint is not connected' % (
+                pv["metadata"]["name"], path)
+        if state == "alive":
+            subprocess.run(["umount", path], check=False, timeout=20)
+        return None
+
+    def register(self):
+        self.kube.apply("nodes", {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": self.node, "labels": {
+                "kubernetes.io/hostname": self.node, "kubernetes.io/os": "linux",
+                "node-role.kubernetes.io/worker": ""}},
+            "spec": {},
+        })
+        self.kube.patch("nodes", self.node, {"status": {
+            "addresses": [{"type": "InternalIP", "address": self.ip}, {"type": "Hostname", "address": self.node}],
+            # Everything a kubelet publishes (typed clients reject a partial nodeInfo); a new
+            # bootID on every start, as after a reboot.
+            "nodeInfo": {"kubeletVersion": "v1.27.2", "kubeProxyVersion": "v1.27.2", "osImage": "volfence lab",
+                         "architecture": "amd64", "operatingSystem": "linux", "kernelVersion": os.uname().release,
+                         "containerRuntimeVersion": "containerd://1.7.2", "bootID": str(uuid.uuid4()),
+                         "machineID": hashlib.md5(self.node.encode()).hexdigest(),
+                         "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, self.node))},
+        }}, subresource="status")
+        self.heartbeat()
+
+    def heartbeat(self):
+        t = stamp()
+        node = self.kube.get("nodes", self.node)
+        conditions = [c for c in node.get("status", {}).get("conditions", []) if c.get("type") != "Ready"]
+        was_ready = node_ready(node)
+        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "kubelet is posting ready status", "lastHeartbeatTime": t,
+                 "lastTransitionTime": t}
+        if was_ready:
+            old = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+            ready["lastTransitionTime"] = old.get("lastTransitionTime", t)
+        self.kube.patch("nodes", self.node, {"status": {"conditions": conditions + [ready]}}, subresource="status")
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": self.node, "namespace": "kube-node-lease"},
+                 "spec": {"holderIdentity": self.node, "leaseDurationSeconds": 40,
+                          "renewTime": micro_stamp()}}
+        self.kube.apply("leases", lease, "kube-node-lease")
+
+    def staged(self, image):
+        """The live stage holder of `image` on this node, if any."""
+        pidfile = labmod.holder_pidfile(self.cfg, self.node, image, "stage")
+        try:
+            pid = int(open(pidfile).read())
+            os.kill(pid, 0)
+            return pid
+        except (OSError, ValueError):
+            return None
+
+    def image_lock(self, image):
+        with self.lock:
+            return self.image_locks.setdefault(image, threading.Lock())
+
+    def stage(self, image, volume_handle):
+        """ceph-csi NodeStageVolume (call it holding image_lock(image))."""
+        if self.staged(image):
+            return {"staged": True}
+        watchers = self.checker.watchers(image)
+        if watchers:
+            return {"in_use": True, "watchers": watchers}
+        return labmod.hold(self.cfg, self.node, image, kind="stage", csi_stage=True,
+                           metadata_key=CLIENT_ADDRESS_KEY % (volume_handle, self.node), metadata_value=self.ip)
+
+    def unstage(self, image):
+        labmod.release(self.cfg, self.node, image)
+
+    def set_pod_status(self, pod, phase, waiting_reason=None, message=None):
+        containers = pod.get("spec", {}).get("containers", []) or [{"name": "main"}]
+        t = stamp()
+        if phase == "Running" and not waiting_reason:
+            statuses = [{"name": c["name"], "ready": True, "restartCount": 0, "started": True,
+                         "image": c.get("image", ""), "state": {"running": {"startedAt": t}}} for c in containers]
+            conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": t},
+                          {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}]
+        else:
+            statuses = [{"name": c["name"], "ready": False, "restartCount": 0, "started": False,
+                         "image": c.get("image", ""),
+                         "state": {"waiting": {"reason": waiting_reason or "ContainerCreating"}}}
+                        for c in containers]
+            conditions = [{"type": "Ready", "status": "False", "reason": "ContainersNotReady",
+                           "lastTransitionTime": t},
+                          {"type": "PodScheduled", "status": "True", "lastTransitionTime": t}]
+        current = pod.get("status", {})
+        if current.get("phase") == phase and [s.get("state", {}).keys() for s in current.get("containerStatuses", [])] \
+                == [s["state"].keys() for s in statuses]:
+            return
+        status = {"phase": phase, "hostIP": self.ip, "containerStatuses": statuses, "conditions": conditions,
+                  "startTime": current.get("startTime") or t}
+        if phase == "Running" and current.get("podIP"):
+            status["podIP"] = current["podIP"]
+        elif phase == "Running":
+            status["podIP"] = "10.244.%d.%d" % (self.cfg.nodes.index(self.node) + 1, random.randint(2, 250))
+        self.kube.patch("pods", pod["metadata"]["name"], {"status": status}, pod["metadata"]["namespace"],
+                        subresource="status")
+
+    def resolve(self, pod):
+        """(volumes, rbd images, FUSE volumes, in-tree images) of a pod; kept once every claim
+        was bound (a pod's volumes do not change)."""
+        uid = pod["metadata"]["uid"]
+        if uid in self.resolved:
+            return self.resolved[uid]
+        volumes = pod_volumes(self.kube, pod)
+        images = []
+        for _pvc, pv in volumes:
+            attrs = pv["spec"]["csi"].get("volumeAttributes", {})
+            if pv["spec"]["csi"].get("driver", "").endswith(LAB_DRIVER) and attrs.get("imageName"):
+                images.append((pv, "%s/%s" % (attrs.get("pool", "rbd"), attrs["imageName"])))
+        fuse = [pv for _pvc, pv in volumes if pv["spec"]["csi"].get("driver") == FUSE_DRIVER]
+        intree = []
+        for _pvc, pv in volumes_intree(self.kube, pod):
+            rbd = pv["spec"]["rbd"]
+            intree.append((pv, "%s/%s" % (rbd.get("pool", "rbd"), rbd["image"])))
+        result = (volumes, images, fuse, intree)
+        if claims_bound(self.kube, pod):
+            self.resolved[uid] = result
+        return result
+
+    def back_off(self, uid):
+        """kubelet's exponential backoff of a failed mount operation."""
+        delay = min(self.retry.get(uid, (0, LabTimings.mount_retry / 2))[1] * 2, LabTimings.mount_retry_max)
+        self.retry[uid] = (time.time() + delay, delay)
+
+    def sync_pod(self, pod):
+        meta = pod["metadata"]
+        volumes, images, fuse, intree = self.resolve(pod)
+        if meta.get("deletionTimestamp"):
+            # kubelet: stop containers, unmount, unstage, then remove the pod object.
+            for pv in fuse:
+                error = self.fuse_teardown(pod, pv)
+                if error:
+                    post_event(self.kube, pod, "FailedMount", error, "kubelet", self.node)
+                    return  # the pod stays Terminating until the dead mount is gone
+            for _pv, image in images + intree:
+                with self.image_lock(image):  # no pod of the node stages it meanwhile
+                    others = [p for p in self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
+                              if p["metadata"]["uid"] != meta["uid"] and
+                              image in [i for _v, i in self.resolve(p)[1] + self.resolve(p)[3]]]
+                    if not others:
+                        self.unstage(image)
+            self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
+            return
+        if pod.get("status", {}).get("phase") == "Running":
+            self.probe_fuse(pod, fuse)
+            return
+        for pv in fuse:
+            self.fuse_publish(pod, pv)
+        for _pvc, pv in volumes:
+            csi = pv["spec"]["csi"]
+            if csi.get("driver") == FUSE_DRIVER:
+                continue  # attachRequired: false
+            va = self.kube.find("volumeattachments", attachment_name(csi["volumeHandle"], csi["driver"], self.node))
+            if not va or not va.get("status", {}).get("attached"):
+                self.set_pod_status(pod, "Pending")
+                return  # kubelet waits for the attach before MountDevice
+        for pv, image in images:
+            with self.image_lock(image):
+                result = self.stage(image, pv["spec"]["csi"]["volumeHandle"])
+            if result.get("in_use"):
+                self.back_off(meta["uid"])
+                self.set_pod_status(pod, "Pending")
+                post_event(self.kube, pod, "FailedMount",
+                           'MountVolume.MountDevice failed for volume "%s" : rpc error: code = Internal '
+                           'desc = rbd image %s is still being used' % (pv["metadata"]["name"], image),
+                           "kubelet", self.node)
+                return
+        for pv, image in intree:
+            # in-tree rbd plugin (Kubernetes < 1.31): an advisory lock per node, no VolumeAttachment
+            with self.image_lock(image):
+                result = {} if self.staged(image) else labmod.hold(
+                    self.cfg, self.node, image, kind="stage", intree_lock="kubelet_lock_magic_" + self.node)
+            if result.get("in_use"):
+                self.back_off(meta["uid"])
+                self.set_pod_status(pod, "Pending")
+                post_event(self.kube, pod, "FailedMount",
+                           'MountVolume.SetUp failed for volume "%s" : rbd: image %s is locked by other nodes'
+                           % (pv["metadata"]["name"], image.split("/")[-1]), "kubelet", self.node)
+                return
+        self.retry.pop(meta["uid"], None)
+        self.set_pod_status(pod, "Running")
+
+    def cleanup_orphans(self, pods):
+        """kubelet's orphaned-pod cleanup: unmount live volume mounts of pods no longer bound here
+        (force-deleted ones). A dead FUSE mount cannot be cleaned this way, as on a real node."""
+        live_uids = {p["metadata"]["uid"] for p in pods}
+        pods_dir = os.path.join(self.kubelet_dir, "pods")
+        if not os.path.isdir(pods_dir):
+            return
+        for uid in os.listdir(pods_dir):
+            if uid in live_uids:
+                continue
+            csi_dir = os.path.join(pods_dir, uid, "volumes", "kubernetes.io~csi")
+            for volume in os.listdir(csi_dir) if os.path.isdir(csi_dir) else []:
+                path = os.path.join(csi_dir, volume, "mount")
+                if mount_state(path) == "alive":
+                    subprocess.run(["umount", path], check=False, timeout=20)
+
+    def probe_fuse(self, pod, fuse):
+        """The liveness probe of dead-fuse-mount (`ls` of the mount) fails once the FUSE daemon is gone."""
+        for pv in fuse:
+            path = self.fuse_mount_path(pod, pv)
+            if mount_state(path) == "dead":
+                mount_path = pod["spec"]["containers"][0].get("volumeMounts", [{}])[0].get("mountPath", path)
+                post_event(self.kube, pod, "Unhealthy", "Liveness probe failed: ls: cannot access '%s': "
+                           "Transport endpoint is not connected" % mount_path, "kubelet", self.node)
+                self.set_pod_status(pod, "Running", waiting_reason="CreateContainerError")
+                post_event(self.kube, pod, "Failed", 'Error: failed to generate container spec: failed to stat '
+                           '"%s": stat %s: transport endpoint is not connected' % (path, path), "kubelet", self.node)
+                return
+
+    def needs_sync(self, pod, moment):
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            return True
+        if self.retry.get(meta["uid"], (0, 0))[0] > moment:
+            return False  # a failed mount waits for its backoff
+        if pod.get("status", {}).get("phase") == "Running":
+            # a Running pod needs a worker only for its FUSE probe (or to learn its volumes)
+            resolved = self.resolved.get(meta["uid"])
+            return resolved is None or bool(resolved[2])
+        return True
+
+    def sync_one(self, pod):
+        try:
+            self.sync_pod(pod)
+        except (ApiError, labmod.LabError, subprocess.SubprocessError, OSError) as exc:
+            log("agent %s: pod %s: %s" % (self.node, pod["metadata"]["name"], exc))
+        except Exception as exc:  # a worker must survive whatever one pod does
+            log("agent %s: pod %s: %s: %s" % (self.node, pod["metadata"]["name"], type(exc).__name__, exc))
+        finally:
+            with self.lock:
+                self.inflight.discard(pod["metadata"]["uid"])
+
+    def dispatch(self, pods):
+        """Hand each pod that needs a sync to a worker, unless one already has it."""
+        moment = time.time()
+        present = set()
+        for pod in pods:
+            uid = pod["metadata"]["uid"]
+            present.add(uid)
+            if not self.needs_sync(pod, moment):
+                continue
+            with self.lock:
+                if uid in self.inflight:
+                    continue
+                self.inflight.add(uid)
+            self.pool.submit(self.sync_one, pod)
+        with self.lock:
+            busy = set(self.inflight)
+        for table in (self.resolved, self.retry):
+            for uid in [u for u in table if u not in present and u not in busy]:
+                table.pop(uid, None)
+
+    def heartbeat_loop(self, stop):
+        while not stop:
+            try:
+                self.heartbeat()
+            except Exception as exc:  # like a kubelet, keep posting whatever one call did
+                log("agent %s: heartbeat: %s" % (self.node, exc))
+            time.sleep(LabTimings.heartbeat)
+
+    def run(self, stop):
+        self.register()
+        threading.Thread(target=self.heartbeat_loop, args=(stop,), name="heartbeat", daemon=True).start()
+        while not stop:
+            try:
+                pods = self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
+                self.dispatch(pods)
+                self.cleanup_orphans(pods)
+            except Exception as exc:  # the agent must outlive API hiccups, like a kubelet
+                log("agent %s: %s" % (self.node, exc))
+            time.sleep(LabTimings.loop)
+        # A killed kubelet stops at once: no worker finishes its pod (the node's Ceph clients,
+        # in sessions of their own, stay alive).
+        self.checker.stop()
+
+
+# ----------------------------------------------------------------------------- control plane
+
+class ControlPlane(object):
+    def __init__(self, cfg, kube):
+        self.cfg = cfg
+        self.kube = kube
+        self.cluster = None
+        # CSI-Addons: the shared stand-in, acting on the lab's Ceph for the lab driver's fences.
+        self.fences = NetworkFenceStandIn(kube, owns=self.owns_fence, apply=self.apply_fence,
+                                          release=self.release_fence)
+
+    # node lifecycle controller
+    def sync_nodes(self):
+        nodes = self.kube.list("nodes")
+        leases = {l["metadata"]["name"]: l for l in self.kube.list("leases", "kube-node-lease")}
+        for node in nodes:
+            name = node["metadata"]["name"]
+            renew = age(leases.get(name, {}).get("spec", {}).get("renewTime"))
+            taints = node.get("spec", {}).get("taints", []) or []
+            stale = renew is None or renew > LabTimings.node_grace
+            if stale and node_ready(node):
+                conditions = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
+                old = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+                conditions.append({"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                                   "message": "Kubelet stopped posting node status.",
+                                   "lastHeartbeatTime": old.get("lastHeartbeatTime"),
+                                   "lastTransitionTime": stamp()})
+                self.kube.patch("nodes", name, {"status": {"conditions": conditions}}, subresource="status")
+            if stale and not any(t["key"] == UNREACHABLE_TAINT for t in taints):
+                taints = taints + [{"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": stamp()}]
+                self.kube.patch("nodes", name, {"spec": {"taints": taints}})
+            elif not stale and any(t["key"] == UNREACHABLE_TAINT for t in taints):
+                self.kube.patch("nodes", name, {"spec": {"taints": [t for t in taints if t["key"] != UNREACHABLE_TAINT]}})
+        return {n["metadata"]["name"]: self.kube.get("nodes", n["metadata"]["name"]) for n in nodes}
+
+    # taint eviction + pod GC for out-of-service nodes
+    def evict(self, nodes, pods):
+        for pod in pods:
+            node = nodes.get(pod.get("spec", {}).get("nodeName"))
+            if node is None:
+                continue
+            meta = pod["metadata"]
+            if has_taint(node, OUT_OF_SERVICE_TAINT) and not node_ready(node):
+                # Non-graceful node shutdown: the pod GC force-deletes the node's pods.
+                self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
+                continue
+            taint = [t for t in node.get("spec", {}).get("taints", []) or [] if t["key"] == UNREACHABLE_TAINT]
+            if taint and not meta.get("deletionTimestamp") and (age(taint[0].get("timeAdded")) or 0) > LabTimings.eviction:
+                self.kube.delete("pods", meta["name"], meta["namespace"])
+
+    # deployment + replicaset controllers and the scheduler, for one-replica Deployments
+    def sync_deployments(self, nodes, pods):
+        for deploy in self.kube.list("deployments"):
+            meta = deploy["metadata"]
+            ns = meta["namespace"]
+            owned = [p for p in pods if any(o.get("uid") == meta["uid"] for o in p["metadata"].get("ownerReferences", []))]
+            live = [p for p in owned if not p["metadata"].get("deletionTimestamp")]
+            want = deploy.get("spec", {}).get("replicas", 1)
+            for _ in range(want - len(live)):
+                node = self.schedule(deploy, nodes)
+                template = deploy["spec"]["template"]
+                pod = {
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {
+                        # as a ReplicaSet does: the API server appends the random suffix
+                        "generateName": "%s-%s-" % (meta["name"], hashlib.sha1(meta["uid"].encode()).hexdigest()[:10]),
+                        "namespace": ns,
+                        "labels": dict(template.get("metadata", {}).get("labels", {})),
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"],
+                                             "uid": meta["uid"], "controller": True}],
+                    },
+                    "spec": dict(template.get("spec", {}), nodeName=node) if node else dict(template.get("spec", {})),
+                    "status": {"phase": "Pending"},
+                }
+                self.kube.create("pods", pod, ns)
+            running = len([p for p in live if p.get("status", {}).get("phase") == "Running"])
+            status = {"replicas": len(owned), "readyReplicas": running, "availableReplicas": running,
+                      "observedGeneration": meta.get("generation", 1)}
+            if deploy.get("status", {}) != status:
+                self.kube.patch("deployments", meta["name"], {"status": status}, ns, subresource="status")
+
+    @staticmethod
+    def schedule(deploy, nodes):
+        usable = sorted(n for n, obj in nodes.items() if node_ready(obj)
+                        and not obj.get("spec", {}).get("unschedulable")
+                        and not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in obj.get("spec", {}).get("taints", []) or []))
+        prefer = deploy["metadata"].get("annotations", {}).get("lab.volfence.io/prefer-node")
+        if prefer in usable:
+            return prefer
+        return usable[0] if usable else None
+
+    # attach/detach controller + external-attacher
+    def sync_attachments(self, nodes, pods):
+        index = VolumeIndex(self.kube)  # one list of claims and volumes for the whole pass
+        wanted = {}     # (pv name, node) -> (pv, pod)
+        using = {}      # (pv name, node) -> [pods still holding it on that node]
+        for pod in pods:
+            node_name = pod.get("spec", {}).get("nodeName")
+            if not node_name:
+                continue
+            meta = pod["metadata"]
+            for _pvc, pv in pod_volumes(index, pod):
+                key = (pv["metadata"]["name"], node_name)
+                node = nodes.get(node_name)
+                deleting = age(meta.get("deletionTimestamp"))
+                if deleting is not None:
+                    # deletionTimestamp is "now + grace period": count from when deletion began.
+                    deleting += meta.get("deletionGracePeriodSeconds") or 0
+                released = node is None or (deleting is not None and (
+                    has_taint(node, OUT_OF_SERVICE_TAINT) or
+                    (not node_ready(node) and deleting > LabTimings.force_detach)))
+                if not released:
+                    using.setdefault(key, []).append(pod)
+                if not meta.get("deletionTimestamp"):
+                    wanted.setdefault(key, (pv, pod))
+        vas = self.kube.list("volumeattachments")
+        names = {va["metadata"]["name"] for va in vas}
+        by_pv = {}
+        for va in vas:
+            by_pv.setdefault(va["spec"]["source"].get("persistentVolumeName"), []).append(va)
+        # Detach what no pod on that node uses any more.
+        for va in vas:
+            if va["spec"].get("attacher") != LAB_DRIVER:
+                continue  # another driver's attachment: its own attacher (absent in the lab) owns it
+            key = (va["spec"]["source"].get("persistentVolumeName"), va["spec"]["nodeName"])
+            if key not in using and key not in wanted:
+                if not va["metadata"].get("deletionTimestamp"):
+                    self.kube.delete("volumeattachments", va["metadata"]["name"])
+            if va["metadata"].get("deletionTimestamp"):
+                # external-attacher: ControllerUnpublish (a no-op for ceph-csi), then drop its finalizer.
+                fins = [f for f in va["metadata"].get("finalizers", []) if not f.startswith("external-attacher/")]
+                if fins != va["metadata"].get("finalizers", []):
+                    self.kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": fins}})
+        for (pv_name, node_name), (pv, pod) in wanted.items():
+            csi = pv["spec"]["csi"]
+            name = attachment_name(csi["volumeHandle"], csi["driver"], node_name)
+            others = [va for va in by_pv.get(pv_name, []) if va["spec"]["nodeName"] != node_name]
+            rwo = "ReadWriteOnce" in pv["spec"].get("accessModes", []) or "ReadWriteOncePod" in pv["spec"].get("accessModes", [])
+            if rwo and others:
+                post_event(self.kube, pod, "FailedAttachVolume",
+                           'Multi-Attach error for volume "%s" Volume is already exclusively attached to one '
+                           "node and can't be attached to another" % pv_name, "attachdetach-controller")
+                continue
+            if name not in names:
+                driver = csi["driver"]
+                self.kube.create("volumeattachments", {
+                    "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+                    "metadata": {"name": name, "finalizers": ["external-attacher/" + driver.replace(".", "-")]},
+                    "spec": {"attacher": driver, "nodeName": node_name,
+                             "source": {"persistentVolumeName": pv_name}},
+                })
+                self.kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
+
+    # CSI-Addons stand-in
+    def ceph(self):
+        if self.cluster is None:
+            import rados
+            self.cluster = rados.Rados(conffile=self.cfg.conf, rados_id=self.cfg.user,
+                                       conf={"keyring": self.cfg.keyring})
+            self.cluster.connect(timeout=10)
+        return self.cluster
+
+    def mon(self, **cmd):
+        cmd["format"] = "json"
+        ret, out, err = self.ceph().mon_command(json.dumps(cmd), b"")
+        return ret, err
+
+    def blocklist_cidr(self, cidr, add):
+        net = ipaddress.ip_network(cidr, strict=False)
+        if net.num_addresses == 1:
+            addr = str(net.network_address)
+            ret, err = self.mon(prefix="osd blocklist", blocklistop="add" if add else "rm",
+                                addr=addr + ":0/0" if net.version == 4 else "[%s]:0/0" % addr)
+            return ret, err
+        ret, err = self.mon(prefix="osd blocklist", blocklistop="add" if add else "rm", range=str(net))
+        if ret == 0:
+            return ret, err
+        # no range support: one entry per address, as ceph-csi falls back to
+        for host in net.hosts():
+            ret, err = self.mon(prefix="osd blocklist", blocklistop="add" if add else "rm", addr=str(host) + ":0/0")
+            if ret != 0:
+                return ret, err
+        return 0, ""
+
+    def sync_csi_addons(self, nodes):
+        crds = {c["metadata"]["name"] for c in self.kube.list("customresourcedefinitions")}
+        if "csiaddonsnodes.csiaddons.openshift.io" in crds:
+            for name in nodes:
+                obj_name = "%s-%s" % (name, LAB_DRIVER.replace(".", "-"))
+                if self.kube.find("csiaddonsnodes", obj_name, CSI_NAMESPACE) is None:
+                    self.ensure_namespace(CSI_NAMESPACE)
+                    self.kube.create("csiaddonsnodes", {
+                        "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "CSIAddonsNode",
+                        "metadata": {"name": obj_name, "namespace": CSI_NAMESPACE,
+                                     "labels": {"lab.volfence.io/stand-in": "true"}},
+                        "spec": {"driver": {"name": LAB_DRIVER, "nodeID": name,
+                                            "endpoint": "pod://csi-rbdplugin-%s.%s:9070" % (name, CSI_NAMESPACE)}},
+                    }, CSI_NAMESPACE)
+                    self.kube.patch("csiaddonsnodes", obj_name, {"status": {
+                        "state": "Connected", "message": "Successfully established connection with sidecar"}},
+                        CSI_NAMESPACE, subresource="status")
+        if "networkfences.csiaddons.openshift.io" not in crds:
+            return
+        self.fences.step()
+
+    def ensure_namespace(self, name):
+        if self.kube.find("namespaces", name) is None:
+            self.kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def fence_driver(self, fence):
+        spec = fence.get("spec", {})
+        if spec.get("driver"):
+            return spec["driver"]
+        cls_name = spec.get("networkFenceClassName")
+        if cls_name:
+            cls = self.kube.find("networkfenceclasses", cls_name)
+            return (cls or {}).get("spec", {}).get("provisioner")
+        return None
+
+    def owns_fence(self, fence):
+        """Another driver's fence is not ours to act on."""
+        return (self.fence_driver(fence) or "").endswith(LAB_DRIVER)
+
+    def apply_fence(self, fence):
+        """Fenced: blocklist every CIDR (a range first), Unfenced: remove them; the failures, if any."""
+        state = fence["spec"].get("fenceState")
+        failures = []
+        for cidr in fence["spec"].get("cidrs", []):
+            try:
+                ret, err = self.blocklist_cidr(cidr, add=(state == "Fenced"))
+            except ValueError as exc:
+                ret, err = 1, str(exc)
+            # removing an entry that is not there is success for Unfenced
+            if ret != 0 and not (state == "Unfenced" and ret == -2):
+                failures.append("%s: %s" % (cidr, err))
+        return ["fencing operation failed: " + "; ".join(failures)] if failures else []
+
+    def release_fence(self, fence):
+        for cidr in fence.get("spec", {}).get("cidrs", []):
+            self.blocklist_cidr(cidr, add=False)
+
+    def run(self, stop):
+        while not stop:
+            started = time.time()
+            try:
+                nodes = self.sync_nodes()
+                pods = self.kube.list("pods")
+                self.evict(nodes, pods)
+                pods = self.kube.list("pods")
+                self.sync_deployments(nodes, pods)
+                self.sync_attachments(nodes, self.kube.list("pods"))
+                self.sync_csi_addons(nodes)
+            except Exception as exc:  # keep reconciling, like a controller manager
+                log("controlplane: %s: %s" % (type(exc).__name__, exc))
+            if time.time() - started > 2 * LabTimings.loop:  # the lab falling behind shows in its log
+                log("controlplane: a pass took %.1f s" % (time.time() - started))
+            time.sleep(LabTimings.loop)
+
+
+def log(message):
+    sys.stderr.write("%s %s\n" % (stamp(), message))
+    sys.stderr.flush()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    p = sub.add_parser("agent")
+    p.add_argument("--node", required=True)
+    p.add_argument("--kubeconfig", required=True)
+    p = sub.add_parser("controlplane")
+    p.add_argument("--kubeconfig", required=True)
+    args = parser.parse_args(argv)
+    cfg = labmod.Config()
+    kube = KubeClient(server_from_kubeconfig(args.kubeconfig))
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+    if args.command == "agent":
+        NodeAgent(cfg, args.node, kube).run(stop)
+        sys.stderr.flush()
+        os._exit(0)  # workers still in a sync die with the kubelet
+    elif args.command == "controlplane":
+        ControlPlane(cfg, kube).run(stop)
+    else:
+        parser.print_help()
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

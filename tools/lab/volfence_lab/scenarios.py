@@ -1,0 +1,526 @@
+"""Incident scenarios: the Kubernetes and Ceph state of each incident, built on the running lab.
+
+  stale-rbd-watcher
+            node-b dies holding a watcher; the replacement pod is stuck on node-a with
+            ceph-csi's "rbd image <pool>/<image> is still being used".
+  stale-volumeattachment
+            a VolumeAttachment of a volume whose unique name <driver>^<handle> is 68 characters
+            and starts with "csi-" (the pre-1.24 detach name collision).
+  dead-fuse-mount
+            an s3fs-like FUSE CSI volume on node-b whose FUSE daemon dies with a node-plugin
+            restart: the pod's mount gives "Transport endpoint is not connected".
+  stale-rbd-lock
+            an in-tree rbd PV whose image carries kubelet_lock_magic_node-b, held from node-b;
+            the pod on node-a is stuck with "rbd: image X is locked by other nodes".
+  stale-rbd-watcher-mixed
+            stale-rbd-watcher on a node that also has volumes the collection cannot fence: a block volume
+            of another CSI driver (ebs.csi.aws.com-like, attached by the lab's attacher, never
+            detached: its attacher is not in the lab), an in-tree NFS volume, and a
+            VolumeAttachment whose PersistentVolume does not exist.
+  node-volumes
+            stale-rbd-watcher with N volumes: N one-replica Deployments, each with a ReadWriteOnce claim
+            on its own RBD image, all running on one node (--node, default node-b; --volumes,
+            default 10); the node dies holding every watcher; every replacement pod is stuck.
+  rack      node-volumes on several nodes at once (--nodes, default every node but the
+            first; --volumes per node, default 20): they die together.
+
+Each builder returns a summary (names, images, node IPs) that tests and the demo use. What
+node-volumes and rack create carries the label lab.volfence.io/scenario=<id>; clean_scenario
+(`lab.py clean-scenario`) removes it, with its images.
+
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from volfence_lab import lab as labmod
+from volfence_lab.kubesim import FUSE_DRIVER, LAB_DRIVER, CSI_NAMESPACE, attachment_name
+
+NAMESPACE = "default"
+
+
+def rbd_cli(cfg, *args):
+    proc = subprocess.run([cfg.tool("rbd"), "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=60, env=labmod.clean_env())
+    if proc.returncode != 0:
+        raise labmod.LabError("rbd %s failed: %s" % (" ".join(args), proc.stderr.strip()))
+    return proc.stdout
+
+
+def wait(what, predicate, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise labmod.LabError("scenario: timed out after %ss waiting for %s" % (timeout, what))
+
+
+def base_objects(kube):
+    """StorageClass, CSIDriver and the node-stage secret a ceph-csi install has."""
+    if kube.find("namespaces", CSI_NAMESPACE) is None:
+        kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CSI_NAMESPACE}})
+    kube.apply("storageclasses", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "ceph-rbd"},
+        "provisioner": LAB_DRIVER, "reclaimPolicy": "Delete",
+        "parameters": {"clusterID": "lab", "pool": "rbd",
+                       "csi.storage.k8s.io/node-stage-secret-name": "csi-rbd-secret",
+                       "csi.storage.k8s.io/node-stage-secret-namespace": CSI_NAMESPACE}})
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": LAB_DRIVER}, "spec": {"attachRequired": True}})
+    kube.apply("secrets", {"apiVersion": "v1", "kind": "Secret",
+                           "metadata": {"name": "csi-rbd-secret", "namespace": CSI_NAMESPACE},
+                           "stringData": {"userID": "admin"}, "type": "Opaque"}, CSI_NAMESPACE)
+
+
+def rbd_volume(cfg, kube, claim, csi=True, labels=None):
+    """An RBD image with a bound PV/PVC, ceph-csi style (or in-tree rbd when csi=False)."""
+    vol_id = str(uuid.uuid1())
+    image = "csi-vol-" + vol_id
+    rbd_cli(cfg, "create", "rbd/" + image, "--size", "64")
+    pv_name = "pvc-" + str(uuid.uuid4())
+    if csi:
+        source = {"csi": {"driver": LAB_DRIVER, "fsType": "ext4",
+                          "volumeHandle": "0001-0003-lab-0000000000000002-" + vol_id,
+                          "volumeAttributes": {"clusterID": "lab", "pool": "rbd", "imageName": image,
+                                               "imageFeatures": "layering"},
+                          "nodeStageSecretRef": {"name": "csi-rbd-secret", "namespace": CSI_NAMESPACE}}}
+    else:
+        source = {"rbd": {"monitors": [cfg.host_ip + ":6789"], "pool": "rbd", "image": image,
+                          "user": cfg.user, "fsType": "ext4"}}
+    kube.create("persistentvolumes", dict({
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name, "labels": dict(labels or {})},
+        "spec": dict(source, accessModes=["ReadWriteOnce"], capacity={"storage": "1Gi"},
+                     persistentVolumeReclaimPolicy="Delete", storageClassName="ceph-rbd" if csi else "",
+                     claimRef={"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim})}))
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": NAMESPACE, "labels": dict(labels or {})},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                 "storageClassName": "ceph-rbd" if csi else "", "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                                                            "capacity": {"storage": "1Gi"}}},
+               NAMESPACE, subresource="status")
+    return pv_name, "rbd/" + image
+
+
+def deployment(kube, name, claim, prefer_node, labels=None):
+    """stale-rbd-watcher's nginx Deployment, first placed on prefer_node."""
+    kube.create("deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": dict(labels or {}, app=name),
+                     "annotations": {"lab.volfence.io/prefer-node": prefer_node}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": dict(labels or {}, app=name)},
+                              "spec": {"containers": [{"name": "nginx", "image": "nginx:1.14.2",
+                                                       "ports": [{"containerPort": 80}],
+                                                       "volumeMounts": [{"mountPath": "/var/log/nginx",
+                                                                         "name": "log-vol"}]}],
+                                       "volumes": [{"name": "log-vol",
+                                                    "persistentVolumeClaim": {"claimName": claim}}]}}}},
+        NAMESPACE)
+
+
+def pods_of(kube, app):
+    return kube.list("pods", NAMESPACE, label_selector="app=" + app)
+
+
+def running_on(kube, app, node):
+    return [p for p in pods_of(kube, app) if p["spec"].get("nodeName") == node
+            and p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+
+
+def stuck_events(kube, pod_name, fragment):
+    return [e for e in kube.list("events", NAMESPACE, field_selector="involvedObject.name=" + pod_name)
+            if fragment in e.get("message", "")]
+
+
+def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    claim = "pvc-test" if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None \
+        else "pvc-test-" + uuid.uuid4().hex[:5]
+    if claim != "pvc-test":
+        app = app + "-" + claim[-5:]
+    pv_name, image = rbd_volume(cfg, kube, claim)
+    deployment(kube, app, claim, failed)
+    first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
+    extra = before_kill(kube, failed) if before_kill else {}
+    labmod.kill_node(cfg, failed)
+
+    def stuck():
+        for pod in pods_of(kube, app):
+            if pod["spec"].get("nodeName") not in (None, failed) and not pod["metadata"].get("deletionTimestamp"):
+                events = stuck_events(kube, pod["metadata"]["name"], "is still being used")
+                if events:
+                    return pod, events[0]
+        return None
+    pod, event = wait("the replacement pod to be stuck", stuck, timeout=90)
+    watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
+    return dict(extra, **{
+        "scenario": "stale-rbd-watcher", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
+        "image": image, "failed_node": failed, "failed_node_ip": cfg.node_ip(failed),
+        "old_pod": first["metadata"]["name"], "stuck_pod": pod["metadata"]["name"],
+        "stuck_node": pod["spec"]["nodeName"], "event": event["message"],
+        "watchers": [w["address"] for w in watchers]})
+
+
+# A block CSI driver that needs attach, like AWS EBS: the lab's attach controller attaches its
+# volumes, but only its own attacher (not in the lab) would detach them.
+OTHER_BLOCK_DRIVER = "ebs.csi.aws.com"
+
+
+def bound_volume(kube, claim, source, access="ReadWriteOnce", storage_class=""):
+    """A PV with the given volume source, bound to a new PVC `claim`."""
+    pv_name = "pvc-" + str(uuid.uuid4())
+    kube.create("persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": dict(source, accessModes=[access], capacity={"storage": "1Gi"}, persistentVolumeReclaimPolicy="Retain",
+                     storageClassName=storage_class,
+                     claimRef={"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim})})
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": NAMESPACE},
+        "spec": {"accessModes": [access], "resources": {"requests": {"storage": "1Gi"}},
+                 "storageClassName": storage_class, "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound", "accessModes": [access],
+                                                            "capacity": {"storage": "1Gi"}}},
+               NAMESPACE, subresource="status")
+    return pv_name
+
+
+def other_volumes_on(cfg, kube, node):
+    """On `node`, beside stale-rbd-watcher's RBD pod: a pod with an EBS-like CSI block volume (attached), a
+    pod with an in-tree NFS volume (nothing to attach), and a VolumeAttachment of a PV that does
+    not exist (left behind by a deleted volume)."""
+    suffix = uuid.uuid4().hex[:5]
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": OTHER_BLOCK_DRIVER}, "spec": {"attachRequired": True}})
+    block_claim = "ebs-claim-" + suffix
+    handle = "vol-0" + uuid.uuid4().hex[:16]
+    block_pv = bound_volume(kube, block_claim, {"csi": {"driver": OTHER_BLOCK_DRIVER, "volumeHandle": handle,
+                                                        "fsType": "ext4"}}, storage_class="gp3")
+    block_app = "ebs-app-" + suffix
+    deployment(kube, block_app, block_claim, node)
+    nfs_claim = "nfs-claim-" + suffix
+    nfs_pv = bound_volume(kube, nfs_claim, {"nfs": {"server": "nfs.lab.invalid", "path": "/exports/" + suffix}},
+                          access="ReadWriteMany")
+    nfs_app = "nfs-app-" + suffix
+    deployment(kube, nfs_app, nfs_claim, node)
+    block_pod = wait("the EBS-like pod to run on %s" % node, lambda: running_on(kube, block_app, node))[0]
+    nfs_pod = wait("the NFS pod to run on %s" % node, lambda: running_on(kube, nfs_app, node))[0]
+    block_va = attachment_name(handle, OTHER_BLOCK_DRIVER, node)
+    wait("the EBS-like volume to be attached to %s" % node,
+         lambda: (kube.find("volumeattachments", block_va) or {}).get("status", {}).get("attached"))
+    orphan_pv = "pvc-" + str(uuid.uuid4())  # no such PersistentVolume
+    orphan_va = attachment_name("vol-0" + uuid.uuid4().hex[:16], OTHER_BLOCK_DRIVER, node)
+    kube.create("volumeattachments", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+        "metadata": {"name": orphan_va, "finalizers": ["external-attacher/" + OTHER_BLOCK_DRIVER.replace(".", "-")]},
+        "spec": {"attacher": OTHER_BLOCK_DRIVER, "nodeName": node, "source": {"persistentVolumeName": orphan_pv}}})
+    kube.patch("volumeattachments", orphan_va, {"status": {"attached": True}}, subresource="status")
+    return {"other_driver": OTHER_BLOCK_DRIVER,
+            "other": {"pv": block_pv, "pvc": block_claim, "volume_handle": handle, "volumeattachment": block_va,
+                      "deployment": block_app, "pod": block_pod["metadata"]["name"]},
+            "nfs": {"pv": nfs_pv, "pvc": nfs_claim, "deployment": nfs_app, "pod": nfs_pod["metadata"]["name"]},
+            "orphan": {"pv": orphan_pv, "volumeattachment": orphan_va},
+            "deployments": [block_app, nfs_app]}
+
+
+def stale_rbd_watcher_mixed(cfg, failed="node-b"):
+    state = stale_rbd_watcher(cfg, failed, before_kill=lambda kube, node: other_volumes_on(cfg, kube, node))
+    state["scenario"] = "stale-rbd-watcher-mixed"
+    state["deployments"] = [state["deployment"]] + state["deployments"]
+    return state
+
+
+def stale_rbd_lock(cfg, holder="node-b", app="index-api"):
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    claim = app + "-pv-claim-" + uuid.uuid4().hex[:5]
+    pv_name, image = rbd_volume(cfg, kube, claim, csi=False)
+    # The old node still holds the in-tree plugin's lock and its client is alive.
+    held = labmod.hold(cfg, holder, image, lock_id="kubelet_lock_magic_" + holder)
+    name = app + "-" + claim[-5:]
+    others = sorted(n for n in cfg.nodes if n != holder)
+    deployment(kube, name, claim, others[0])
+
+    def stuck():
+        for pod in pods_of(kube, name):
+            events = stuck_events(kube, pod["metadata"]["name"], "is locked by other nodes")
+            if events:
+                return pod, events[0]
+        return None
+    pod, event = wait("the pod to be stuck on the lock", stuck, timeout=60)
+    return {"scenario": "stale-rbd-lock", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
+            "image": image, "lock_id": "kubelet_lock_magic_" + holder, "locker": "client.%d" % held["instance_id"],
+            "locker_address": held["address"], "lock_node": holder, "stuck_pod": pod["metadata"]["name"],
+            "stuck_node": pod["spec"]["nodeName"], "event": event["message"]}
+
+
+def stale_volumeattachment(cfg, node="node-b"):
+    """A csi-unity style volume whose unique name looks like an attachment name."""
+    kube = labmod.kube_client(cfg)
+    driver = "csi-unity.dellemc.com"
+    # <driver>^<handle> must be 68 characters: len(driver) + 1 + len(handle) == 68
+    handle = "csiunity-" + uuid.uuid4().hex[:10] + "-iSCSI-APM0012345678-sv_42"
+    handle = handle + "x" * (68 - len(driver) - 1 - len(handle))
+    unique = driver + "^" + handle
+    assert len(unique) == 68 and unique.startswith("csi-"), unique
+    pv_name = "pvc-" + str(uuid.uuid4())
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": driver}, "spec": {"attachRequired": True}})
+    kube.create("persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": {"csi": {"driver": driver, "volumeHandle": handle, "fsType": "ext4"},
+                 "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "8Gi"},
+                 "persistentVolumeReclaimPolicy": "Delete"}})
+    name = attachment_name(handle, driver, node)
+    kube.create("volumeattachments", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+        "metadata": {"name": name, "finalizers": ["external-attacher/csi-unity-dellemc-com"]},
+        "spec": {"attacher": driver, "nodeName": node, "source": {"persistentVolumeName": pv_name}}})
+    kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
+    # The workload moved on: its new pod waits for an attachment the old one still blocks.
+    claim = "unity-pvc-" + uuid.uuid4().hex[:5]
+    kube.patch("persistentvolumes", pv_name, {"spec": {"claimRef": {"kind": "PersistentVolumeClaim",
+                                                                    "namespace": NAMESPACE, "name": claim}}})
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": NAMESPACE},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "8Gi"}},
+                 "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound"}}, NAMESPACE, subresource="status")
+    app = "unity-app-" + claim[-5:]
+    moved_to = sorted(n for n in cfg.nodes if n != node)[0]
+    deployment(kube, app, claim, moved_to)
+
+    def stuck():
+        for pod in pods_of(kube, app):
+            events = stuck_events(kube, pod["metadata"]["name"], "Multi-Attach error")
+            if events:
+                return pod, events[0]
+        return None
+    pod, event = wait("the pod to be stuck on the old attachment", stuck, timeout=30)
+    return {"scenario": "stale-volumeattachment", "driver": driver, "volume_handle": handle, "unique_name": unique,
+            "unique_name_length": len(unique), "pv": pv_name, "pvc": claim, "volumeattachment": name,
+            "node": node, "deployment": app, "stuck_pod": pod["metadata"]["name"],
+            "stuck_node": pod["spec"]["nodeName"], "event": event["message"]}
+
+
+def restart_fuse_plugin(cfg, node):
+    """A FUSE CSI node plugin restart: every FUSE daemon it ran on the node dies."""
+    killed = []
+    root = labmod.kubelet_dir(cfg, node) + "/"
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                args = handle.read().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        if args and os.path.basename(args[0]) == "bindfs" and any(a.startswith(root) for a in args):
+            os.kill(int(entry), signal.SIGKILL)
+            killed.append(int(entry))
+    return killed
+
+
+def dead_fuse_mount(cfg, node="node-c", app="csi-s3-test-nginx"):
+    kube = labmod.kube_client(cfg)
+    suffix = uuid.uuid4().hex[:5]
+    claim, name = "csi-s3-pvc-" + suffix, app + "-" + suffix
+    pv_name = "pvc-" + str(uuid.uuid4())
+    handle = "bucket-" + suffix
+    kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                              "metadata": {"name": FUSE_DRIVER}, "spec": {"attachRequired": False}})
+    kube.create("persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": {"csi": {"driver": FUSE_DRIVER, "volumeHandle": handle,
+                         "volumeAttributes": {"mounter": "s3fs"}},
+                 "accessModes": ["ReadWriteMany"], "capacity": {"storage": "5Gi"},
+                 "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "csi-s3",
+                 "claimRef": {"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim}}})
+    kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
+    kube.create("persistentvolumeclaims", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": NAMESPACE,
+                     "annotations": {"volume.beta.kubernetes.io/storage-provisioner": FUSE_DRIVER}},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "5Gi"}},
+                 "storageClassName": "csi-s3", "volumeName": pv_name}}, NAMESPACE)
+    kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound"}}, NAMESPACE, subresource="status")
+    kube.create("deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name},
+                     "annotations": {"lab.volfence.io/prefer-node": node}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{
+                                  "name": "nginx", "image": "nginx",
+                                  "livenessProbe": {"exec": {"command": ["ls", "/var/lib/www/html"]},
+                                                    "periodSeconds": 5, "failureThreshold": 3},
+                                  "volumeMounts": [{"mountPath": "/var/lib/www/html", "name": "webroot"}]}],
+                                  "volumes": [{"name": "webroot", "persistentVolumeClaim": {"claimName": claim}}]}}}},
+        NAMESPACE)
+    pod = wait("the pod to run on %s" % node, lambda: running_on(kube, name, node))[0]
+    mount = os.path.join(labmod.kubelet_dir(cfg, node), "pods", pod["metadata"]["uid"], "volumes",
+                         "kubernetes.io~csi", pv_name, "mount")
+    killed = restart_fuse_plugin(cfg, node)
+    event = wait("the liveness probe to fail",
+                 lambda: stuck_events(kube, pod["metadata"]["name"], "Transport endpoint is not connected"))[0]
+    return {"scenario": "dead-fuse-mount", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
+            "driver": FUSE_DRIVER, "node": node, "pod": pod["metadata"]["name"], "pod_uid": pod["metadata"]["uid"],
+            "kubelet_dir": labmod.kubelet_dir(cfg, node), "mount": mount, "killed_daemons": len(killed),
+            "event": event["message"]}
+
+
+SCENARIOS = {"stale-rbd-watcher": stale_rbd_watcher, "stale-rbd-watcher-mixed": stale_rbd_watcher_mixed,
+             "stale-volumeattachment": stale_volumeattachment, "dead-fuse-mount": dead_fuse_mount,
+             "stale-rbd-lock": stale_rbd_lock}
+
+
+# ----------------------------------------------------------------------------- many volumes
+
+SCENARIO_LABEL = "lab.volfence.io/scenario"
+STUCK = "is still being used"
+
+
+def place_volumes(cfg, nodes, volumes, parallel=8):
+    """`volumes` Deployments on each of `nodes`, each with a ReadWriteOnce claim on an RBD image
+    of its own, and waits until all run there. Returns (id, selector, built, the Running pods by
+    Deployment)."""
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    ident = uuid.uuid4().hex[:6]
+    labels = {SCENARIO_LABEL: ident}
+    selector = "%s=%s" % (SCENARIO_LABEL, ident)
+    plan = [(node, "vols-%s-%s-%03d" % (ident, node, i)) for node in nodes for i in range(volumes)]
+
+    def make(item):
+        node, app = item
+        claim = app + "-claim"
+        pv_name, image = rbd_volume(cfg, kube, claim, labels=labels)
+        deployment(kube, app, claim, node, labels=labels)
+        return {"node": node, "deployment": app, "pvc": claim, "pv": pv_name, "image": image}
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        built = list(pool.map(make, plan))
+    by_app = {b["deployment"]: b for b in built}
+
+    def all_running():
+        pods = [p for p in kube.list("pods", NAMESPACE, label_selector=selector)
+                if not p["metadata"].get("deletionTimestamp")]
+        running = {p["metadata"]["labels"]["app"]: p for p in pods
+                   if p.get("status", {}).get("phase") == "Running"
+                   and p["spec"].get("nodeName") == by_app[p["metadata"]["labels"]["app"]]["node"]}
+        return running if len(running) == len(built) else None
+    first = wait("%d pods to run on %s" % (len(built), ", ".join(nodes)), all_running, timeout=60 + len(built))
+    return ident, selector, built, first
+
+
+def many_volumes(cfg, nodes, volumes, scenario):
+    """place_volumes, then the nodes die together (kubelets gone, rbd clients alive) and every
+    replacement pod is stuck on the surviving nodes with "is still being used"."""
+    for node in nodes:
+        if node not in cfg.nodes:
+            raise labmod.LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    if len(set(nodes)) != len(nodes):
+        raise labmod.LabError("a node is named twice: %s" % ", ".join(nodes))
+    if not set(cfg.nodes) - set(nodes):
+        raise labmod.LabError("no node would be left to run the replacement pods: the lab has %s "
+                              "(start it with more, e.g. LAB_NODES=%d)" % (", ".join(cfg.nodes), len(nodes) + 1))
+    if not 1 <= volumes <= 500:
+        raise labmod.LabError("volumes must be 1-500 per node, got %d" % volumes)
+    started = time.time()
+    kube = labmod.kube_client(cfg)
+    ident, selector, built, first = place_volumes(cfg, nodes, volumes)
+    for node in nodes:
+        labmod.kill_node(cfg, node)
+
+    def all_stuck():
+        stuck_names = {e["involvedObject"]["name"] for e in kube.list("events", NAMESPACE)
+                       if STUCK in e.get("message", "")}
+        found = {}
+        for pod in kube.list("pods", NAMESPACE, label_selector=selector):
+            if pod["spec"].get("nodeName") in (None,) + tuple(nodes) or pod["metadata"].get("deletionTimestamp"):
+                continue
+            if pod["metadata"]["name"] in stuck_names:
+                found[pod["metadata"]["labels"]["app"]] = pod
+        return found if len(found) == len(built) else None
+    stuck = wait("the %d replacement pods to be stuck" % len(built), all_stuck, timeout=90 + 2 * len(built))
+    return {
+        "scenario": scenario, "namespace": NAMESPACE, "id": ident, "label_selector": selector,
+        "failed_nodes": list(nodes), "failed_node_ips": {n: cfg.node_ip(n) for n in nodes},
+        "volumes_per_node": volumes, "volumes": len(built),
+        "deployments": [b["deployment"] for b in built], "claims": [b["pvc"] for b in built],
+        "pvs": [b["pv"] for b in built], "images": [b["image"] for b in built],
+        "old_pods": [first[b["deployment"]]["metadata"]["name"] for b in built],
+        "stuck_pods": [stuck[b["deployment"]]["metadata"]["name"] for b in built],
+        "stuck_nodes": sorted({p["spec"]["nodeName"] for p in stuck.values()}),
+        "build_seconds": round(time.time() - started, 1)}
+
+
+def node_volumes(cfg, node="node-b", volumes=10):
+    state = many_volumes(cfg, [node], volumes, "node-volumes")
+    state["failed_node"] = node
+    state["failed_node_ip"] = cfg.node_ip(node)
+    return state
+
+
+def rack(cfg, nodes=None, volumes=20):
+    return many_volumes(cfg, list(nodes or cfg.nodes[1:]), volumes, "rack")
+
+
+def remove_image(cfg, image, deadline):
+    """rbd rm, retried while the image still has watchers (a stopped holder's watch lasts until
+    Ceph times it out, about 30 s); True once removed or gone."""
+    while True:
+        proc = subprocess.run([cfg.tool("rbd"), "-c", cfg.conf, "-k", cfg.keyring, "-n", "client." + cfg.user,
+                               "rm", "--no-progress", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60, env=labmod.clean_env())
+        if proc.returncode == 0 or "No such file" in proc.stderr or "not found" in proc.stderr:
+            return True
+        if time.time() > deadline:
+            return False
+        time.sleep(1)
+
+
+def clean_scenario(cfg, ident=None, images=True, wait_seconds=60):
+    """Remove what node-volumes and rack built (one scenario's id, or all of them): Deployments,
+    their pods, claims, volumes, the nodes' stage holders of those images, and the images.
+    Nodes stay as they are (revive them with revive-node)."""
+    kube = labmod.kube_client(cfg)
+    selector = "%s=%s" % (SCENARIO_LABEL, ident) if ident else SCENARIO_LABEL
+    for deploy in kube.list("deployments", NAMESPACE, label_selector=selector):
+        kube.delete("deployments", deploy["metadata"]["name"], NAMESPACE)
+    for pod in kube.list("pods", NAMESPACE, label_selector=selector):
+        kube.delete("pods", pod["metadata"]["name"], NAMESPACE, grace_period=0)
+    pvs = kube.list("persistentvolumes", label_selector=selector)
+    for claim in kube.list("persistentvolumeclaims", NAMESPACE, label_selector=selector):
+        kube.delete("persistentvolumeclaims", claim["metadata"]["name"], NAMESPACE)
+    names = []
+    for pv in pvs:
+        attrs = pv["spec"].get("csi", {}).get("volumeAttributes", {})
+        if attrs.get("imageName"):
+            names.append("%s/%s" % (attrs.get("pool", "rbd"), attrs["imageName"]))
+        kube.delete("persistentvolumes", pv["metadata"]["name"])
+    for image in names:
+        labmod.release(cfg, image=image)
+    left = []
+    if images and names:
+        deadline = time.time() + wait_seconds
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            left = [i for i, ok in zip(names, pool.map(lambda i: remove_image(cfg, i, deadline), names)) if not ok]
+    return {"deployments_and_claims": len(pvs), "images": len(names) - len(left) if images else 0,
+            "images_left": left if images else names}
+
+
+SCENARIOS["node-volumes"] = node_volumes
+SCENARIOS["rack"] = rack
