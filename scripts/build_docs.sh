@@ -69,6 +69,12 @@ export ANSIBLE_CONFIG="$TMP/ansible.cfg"
 export ANSIBLE_COLLECTIONS_PATH="$TMP/collections"
 export ANSIBLE_NOCOLOR=1
 export PATH="$VENV/bin:$PATH"
+# The linter copies each collection it lints with `git ls-files` when `git` says the collection
+# sits inside a work tree: kubernetes.core taken from .venv (inside this checkout, ignored by git)
+# is then copied empty and its doc fragments are "unknown" (CI saw this). Git may not look above
+# these folders, so every copy is a plain one.
+GIT_CEILING_DIRECTORIES="$(dirname "$TMP"):$VENV"
+export GIT_CEILING_DIRECTORIES
 cd "$TMP"
 
 # The collections galaxy.yml depends on (kubernetes.core: doc fragments), copied beside it from where
@@ -109,6 +115,12 @@ status=0
 if ! "$ANTSIBULL_DOCS" lint-collection-docs --plugin-docs "$TREE" >"$TMP/lint.log" 2>&1; then
     echo "build_docs.sh: the docs linter found problems (antsibull-docs lint-collection-docs):" >&2
     sed "s|$TREE/||" "$TMP/lint.log" >&2
+    if grep -q "unknown doc_fragment" "$TMP/lint.log"; then
+        # Not a docs problem but the linter's view of the dependencies: say what it saw.
+        echo "build_docs.sh: the linter did not find a dependency; the collections it was offered" \
+             "(ansible-galaxy collection list):" >&2
+        ansible-galaxy collection list 2>&1 | sed 's/^/  /' >&2
+    fi
     status=3
 fi
 
