@@ -1,0 +1,177 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: what a failover writes on its failed nodes, and what node_recover lifts.
+
+Two marks, one PATCH per node, all nodes in parallel (the failed_nodes module):
+* the failover's record, annotation volfence.csi/failover (_safety.failover_marker text): what was
+  fenced for the node and its bootID, written before fencing (I2, I3);
+* the node.kubernetes.io/out-of-service:NoExecute taint (non-graceful node shutdown), when asked.
+
+``marks_patch`` is the pure decision: the merge patch that brings a node to the wanted marks, or
+None when it has them. A patch that changes the taints carries the node's resourceVersion (a
+taint list is replaced whole; a node changed meanwhile gets a 409, a re-read and a new patch).
+Unit tests: tests/unit/plugins/module_utils/test__node_marks.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import time
+
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, resource_path
+from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import count_message, write_with_reread
+from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
+from ansible_collections.volfence.csi.plugins.module_utils._safety import MARKER_ANNOTATION
+
+OUT_OF_SERVICE_KEY = 'node.kubernetes.io/out-of-service'
+OUT_OF_SERVICE_TAINT = {'key': OUT_OF_SERVICE_KEY, 'value': 'nodeshutdown', 'effect': 'NoExecute'}
+
+
+def _is_out_of_service(taint):
+    # Kubernetes matches this taint by key and effect; its value is free text.
+    return isinstance(taint, dict) and taint.get('key') == OUT_OF_SERVICE_KEY and taint.get('effect') == 'NoExecute'
+
+
+def marks_patch(node, state, record=None, taint=False):
+    """(patch, changes) for `node` (a Node object): the JSON merge patch that brings it to `state`, or
+    (None, []) when it is there already. `changes` names what the patch does, in words.
+
+    present: the annotation set to `record` (when a record is given), the out-of-service taint
+    added (when `taint`). absent: the annotation removed, and the taint removed (when `taint`)."""
+    if state not in ('present', 'absent'):
+        raise ValueError('state must be present or absent, not %r' % (state,))
+    metadata = node.get('metadata') or {}
+    annotations = metadata.get('annotations') or {}
+    taints = list((node.get('spec') or {}).get('taints') or [])
+    patch, changes = {}, []
+    if state == 'present':
+        if record is not None and annotations.get(MARKER_ANNOTATION) != record:
+            patch['metadata'] = {'annotations': {MARKER_ANNOTATION: record}}
+            changes.append('record %s' % ('replaced' if MARKER_ANNOTATION in annotations else 'written'))
+        if taint and not any(_is_out_of_service(t) for t in taints):
+            patch['spec'] = {'taints': taints + [dict(OUT_OF_SERVICE_TAINT)]}
+            changes.append('out-of-service taint added')
+    else:
+        if MARKER_ANNOTATION in annotations:
+            patch['metadata'] = {'annotations': {MARKER_ANNOTATION: None}}
+            changes.append('record removed')
+        if taint and any(_is_out_of_service(t) for t in taints):
+            patch['spec'] = {'taints': [t for t in taints if not _is_out_of_service(t)]}
+            changes.append('out-of-service taint removed')
+    if not patch:
+        return None, []
+    if 'spec' in patch and metadata.get('resourceVersion'):
+        patch.setdefault('metadata', {})['resourceVersion'] = metadata['resourceVersion']
+    return patch, changes
+
+
+def marks_of(node):
+    """What a node carries of the two marks: {'record': text or None, 'out_of_service_taint': bool}."""
+    annotations = (node.get('metadata') or {}).get('annotations') or {}
+    return dict(record=annotations.get(MARKER_ANNOTATION),
+                out_of_service_taint=any(_is_out_of_service(t) for t in (node.get('spec') or {}).get('taints') or []))
+
+
+def check_request(nodes, records):
+    """The node names, each once, in the order given; ValueError for an empty name or a record of a node
+    not listed (a typo would otherwise mark nothing and say nothing)."""
+    names = []
+    for name in nodes or []:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError('nodes: every entry must be a node name, got %r; nothing was changed' % (name,))
+        if name not in names:
+            names.append(name)
+    stray = sorted(set(records or {}) - set(names))
+    if stray:
+        raise ValueError('records given for nodes not in nodes: %s; nothing was changed' % ', '.join(stray))
+    bad = sorted(k for k, v in (records or {}).items() if not isinstance(v, str))
+    if bad:
+        raise ValueError('records: each record must be text (the failover_markers filter makes it), not for %s; '
+                         'nothing was changed' % ', '.join(bad))
+    return names
+
+
+class NodeMarks(object):
+    """Brings many nodes to the wanted marks, a GET and at most one PATCH each, `workers` at a time."""
+
+    def __init__(self, api, workers=16, sleep=time.sleep, retries=3):
+        self.api = api
+        self.workers = workers
+        self.sleep = sleep
+        self.retries = retries
+
+    def _path(self, name):
+        return resource_path('', 'v1', 'nodes', name)
+
+    def _one(self, name, state, record, taint, check_mode):
+        what = ('Node', name)
+        node = self.api.get(self._path(name), what=what, missing_ok=True)
+        if node is None:
+            return dict(name=name, missing=True)
+        before = marks_of(node)
+        patch, changes = marks_patch(node, state, record, taint)
+        if patch is None or check_mode:
+            return dict(name=name, changes=changes, before=before,
+                        after=before if patch is None else _apply_marks(before, state, record, taint))
+        done, patch_now = {}, [patch]
+
+        def write():
+            done['node'] = self.api.merge_patch(self._path(name), patch_now[0], what=what)
+            return done['node']
+
+        def reread():
+            fresh = self.api.get(self._path(name), what=what, missing_ok=True)
+            if fresh is None:
+                return dict(missing=True)
+            again, _changes = marks_patch(fresh, state, record, taint)
+            if again is None:  # the write went through before its answer was lost, or another did it
+                done['node'] = fresh
+                return fresh
+            patch_now[0] = again
+            return None
+
+        outcome = write_with_reread(write, reread, self.retries, self.sleep)
+        if isinstance(outcome, dict) and outcome.get('missing'):
+            return dict(name=name, missing=True)
+        return dict(name=name, changes=changes, before=before, after=marks_of(done.get('node') or outcome))
+
+    def run(self, names, state, records=None, taint=False, check_mode=False):
+        """{'changed': [{name, changes}], 'unchanged': [names], 'missing': [names],
+        'failures': [{name, error}], 'marks': {name: {before, after}}}."""
+        records = records or {}
+        out = dict(changed=[], unchanged=[], missing=[], failures=[], marks={})
+        answers = run_parallel(lambda name: self._one(name, state, records.get(name), taint, check_mode),
+                               names, self.workers, errors=(K8sError,))
+        for name, result, error in answers:
+            if error is not None:
+                out['failures'].append(dict(name=name, error=error.msg))
+            elif result.get('missing'):
+                out['missing'].append(name)
+            else:
+                out['marks'][name] = dict(before=result['before'], after=result['after'])
+                if result['changes']:
+                    out['changed'].append(dict(name=name, changes=result['changes']))
+                else:
+                    out['unchanged'].append(name)
+        return out
+
+
+def _apply_marks(marks, state, record, taint):
+    after = dict(marks)
+    if state == 'present':
+        if record is not None:
+            after['record'] = record
+        if taint:
+            after['out_of_service_taint'] = True
+    else:
+        after['record'] = None
+        if taint:
+            after['out_of_service_taint'] = False
+    return after
+
+
+def failure_message(failures, total, state):
+    return count_message('nodes could not be %s' % ('marked' if state == 'present' else 'cleared'),
+                         ['%s: %s' % (f['name'], f['error']) for f in failures], total, shown=10)

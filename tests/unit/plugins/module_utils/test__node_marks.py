@@ -1,0 +1,206 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A failover's marks on its nodes (record annotation, out-of-service taint): the pure patch decision,
+and NodeMarks on a KubeApi talking to FakeKube."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.volfence.csi.plugins.module_utils._node_marks import (
+    OUT_OF_SERVICE_TAINT,
+    NodeMarks,
+    check_request,
+    failure_message,
+    marks_of,
+    marks_patch,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._safety import MARKER_ANNOTATION
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, merge
+
+OTHER_TAINT = {'key': 'node.kubernetes.io/unreachable', 'effect': 'NoExecute'}
+
+
+def node(name='worker2', record=None, taints=None, rv='7'):
+    metadata = {'name': name, 'resourceVersion': rv}
+    if record is not None:
+        metadata['annotations'] = {MARKER_ANNOTATION: record, 'other': 'kept'}
+    return {'metadata': metadata, 'spec': {'taints': list(taints or [])}}
+
+
+# --------------------------------------------------------------------------- the decision
+
+def test_present_writes_the_record_and_adds_the_taint_keeping_other_taints():
+    patch, changes = marks_patch(node(taints=[OTHER_TAINT]), 'present', '{"bootID": "b1"}', taint=True)
+    assert patch == {'metadata': {'annotations': {MARKER_ANNOTATION: '{"bootID": "b1"}'}, 'resourceVersion': '7'},
+                     'spec': {'taints': [OTHER_TAINT, OUT_OF_SERVICE_TAINT]}}
+    assert changes == ['record written', 'out-of-service taint added']
+
+
+def test_a_record_only_patch_carries_no_resource_version():
+    # an annotation merge touches no list: nothing of another writer can be lost
+    patch, changes = marks_patch(node(), 'present', 'r1')
+    assert patch == {'metadata': {'annotations': {MARKER_ANNOTATION: 'r1'}}}
+    assert changes == ['record written']
+
+
+def test_nothing_to_do_when_the_node_carries_the_marks():
+    tainted = dict(OUT_OF_SERVICE_TAINT, value='something-else')  # matched by key and effect
+    assert marks_patch(node(record='r1', taints=[tainted]), 'present', 'r1', taint=True) == (None, [])
+    assert marks_patch(node(), 'absent', taint=True) == (None, [])
+
+
+def test_another_record_is_replaced():
+    _patch, changes = marks_patch(node(record='old'), 'present', 'new')
+    assert changes == ['record replaced']
+
+
+def test_absent_removes_the_record_and_only_the_out_of_service_taint():
+    patch, changes = marks_patch(node(record='r1', taints=[OTHER_TAINT, OUT_OF_SERVICE_TAINT]), 'absent', taint=True)
+    assert patch == {'metadata': {'annotations': {MARKER_ANNOTATION: None}, 'resourceVersion': '7'},
+                     'spec': {'taints': [OTHER_TAINT]}}
+    assert changes == ['record removed', 'out-of-service taint removed']
+
+
+def test_absent_without_taint_leaves_the_taint():
+    patch, changes = marks_patch(node(record='r1', taints=[OUT_OF_SERVICE_TAINT]), 'absent')
+    assert 'spec' not in patch and changes == ['record removed']
+
+
+def test_unknown_state_is_refused():
+    with pytest.raises(ValueError, match='state must be present or absent'):
+        marks_patch(node(), 'gone')
+
+
+taint_lists = st.lists(st.sampled_from([OTHER_TAINT, OUT_OF_SERVICE_TAINT,
+                                        {'key': 'node.kubernetes.io/out-of-service', 'effect': 'NoSchedule'}]),
+                       max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(taints=taint_lists, record=st.one_of(st.none(), st.text(max_size=5)), old=st.one_of(st.none(), st.text(max_size=5)),
+       taint=st.booleans(), state=st.sampled_from(['present', 'absent']))
+def test_one_patch_reaches_the_wanted_marks_and_a_second_changes_nothing(taints, record, old, taint, state):
+    before = node(record=old, taints=taints)
+    patch, changes = marks_patch(before, state, record, taint)
+    after = before if patch is None else merge(before, patch)
+    assert marks_patch(after, state, record, taint) == (None, [])
+    assert bool(changes) == (patch is not None)
+    marks = marks_of(after)
+    if state == 'present':
+        if record is not None:
+            assert marks['record'] == record
+        if taint:
+            assert marks['out_of_service_taint']
+    else:
+        assert marks['record'] is None
+        if taint:
+            assert not marks['out_of_service_taint']
+    # never a taint of another kind lost, never an annotation of another writer
+    kept = [t for t in after['spec']['taints'] if t.get('key') != OUT_OF_SERVICE_TAINT['key'] or t.get('effect') != 'NoExecute']
+    assert kept == [t for t in taints if t.get('key') != OUT_OF_SERVICE_TAINT['key'] or t.get('effect') != 'NoExecute']
+    if old is not None:
+        assert after['metadata']['annotations']['other'] == 'kept'
+
+
+# --------------------------------------------------------------------------- the request
+
+def test_check_request_names_once_in_order():
+    assert check_request(['b', 'a', 'b'], {'a': 'r'}) == ['b', 'a']
+
+
+@pytest.mark.parametrize('nodes, records, message', [
+    (['a'], {'c': 'r'}, 'records given for nodes not in nodes: c'),
+    (['a', ''], {}, 'every entry must be a node name'),
+    (['a'], {'a': {'not': 'text'}}, 'each record must be text'),
+])
+def test_check_request_refuses_with_a_reason(nodes, records, message):
+    with pytest.raises(ValueError, match=message):
+        check_request(nodes, records)
+
+
+# --------------------------------------------------------------------------- on the API
+
+def cluster(*names, **kwargs):
+    fake = FakeKube()
+    for name in names:
+        fake.add('nodes', node(name, **kwargs))
+    return fake
+
+
+def test_marks_many_nodes_one_patch_each_and_a_second_run_writes_nothing():
+    fake = cluster('n1', 'n2', 'n3')
+    records = {'n1': 'r1', 'n2': 'r2'}
+    out = NodeMarks(api_for(fake), workers=4).run(['n1', 'n2', 'n3'], 'present', records, taint=True)
+    assert sorted(c['name'] for c in out['changed']) == ['n1', 'n2', 'n3']
+    assert len([w for w in fake.writes() if w[0] == 'PATCH']) == 3
+    assert marks_of(fake.get('nodes', 'n1')) == {'record': 'r1', 'out_of_service_taint': True}
+    assert marks_of(fake.get('nodes', 'n3')) == {'record': None, 'out_of_service_taint': True}
+    writes = len(fake.writes())
+    again = NodeMarks(api_for(fake)).run(['n1', 'n2', 'n3'], 'present', records, taint=True)
+    assert again['changed'] == [] and sorted(again['unchanged']) == ['n1', 'n2', 'n3']
+    assert len(fake.writes()) == writes
+
+
+def test_check_mode_reads_and_writes_nothing():
+    fake = cluster('n1')
+    out = NodeMarks(api_for(fake)).run(['n1'], 'present', {'n1': 'r1'}, taint=True, check_mode=True)
+    assert out['changed'] == [{'name': 'n1', 'changes': ['record written', 'out-of-service taint added']}]
+    assert out['marks']['n1']['after'] == {'record': 'r1', 'out_of_service_taint': True}
+    assert fake.writes() == []
+
+
+def test_absent_lifts_what_present_wrote():
+    fake = cluster('n1', taints=[OTHER_TAINT])
+    NodeMarks(api_for(fake)).run(['n1'], 'present', {'n1': 'r1'}, taint=True)
+    out = NodeMarks(api_for(fake)).run(['n1'], 'absent', taint=True)
+    assert out['changed'] == [{'name': 'n1', 'changes': ['record removed', 'out-of-service taint removed']}]
+    lifted = fake.get('nodes', 'n1')
+    assert marks_of(lifted) == {'record': None, 'out_of_service_taint': False}
+    assert lifted['spec']['taints'] == [OTHER_TAINT]
+
+
+def test_a_conflict_is_answered_by_a_reread_and_a_new_patch():
+    fake = cluster('n1', taints=[OTHER_TAINT])
+    fake.faults.append(dict(method='PATCH', path='/nodes/n1', status=409, reason='Conflict', message='modified'))
+    out = NodeMarks(api_for(fake)).run(['n1'], 'present', {'n1': 'r1'}, taint=True)
+    assert out['failures'] == [] and out['changed'][0]['name'] == 'n1'
+    assert fake.get('nodes', 'n1')['spec']['taints'] == [OTHER_TAINT, OUT_OF_SERVICE_TAINT]
+    assert [w[0] for w in fake.writes()] == ['PATCH', 'PATCH']
+
+
+def test_a_stale_resource_version_is_refused_by_the_server_then_retried():
+    fake = cluster('n1')
+    api = api_for(fake)
+    marks = NodeMarks(api)
+    original_get = api.get
+    calls = []
+
+    def get_then_change(path, what=None, missing_ok=False):
+        obj = original_get(path, what=what, missing_ok=missing_ok)
+        if not calls:  # after our first read, another writer adds a taint (new resourceVersion)
+            calls.append(1)
+            fake.get('nodes', 'n1')['spec']['taints'] = [OTHER_TAINT]
+            fake.get('nodes', 'n1')['metadata']['resourceVersion'] = '999'
+        return obj
+
+    api.get = get_then_change
+    out = marks.run(['n1'], 'present', {}, taint=True)
+    assert out['failures'] == []
+    assert fake.get('nodes', 'n1')['spec']['taints'] == [OTHER_TAINT, OUT_OF_SERVICE_TAINT]
+    assert [w[0] for w in fake.writes()] == ['PATCH', 'PATCH']  # the first refused with 409
+
+
+def test_missing_and_failing_nodes_are_reported_and_the_others_written():
+    fake = cluster('n1', 'n3')
+    fake.faults.append(dict(method='PATCH', path='/nodes/n3', status=403, reason='Forbidden',
+                            message='nodes "n3" is forbidden'))
+    out = NodeMarks(api_for(fake)).run(['n1', 'n2', 'n3'], 'present', {'n1': 'r', 'n3': 'r'})
+    assert out['missing'] == ['n2']
+    assert [c['name'] for c in out['changed']] == ['n1']
+    assert out['failures'][0]['name'] == 'n3' and '403' in out['failures'][0]['error']
+    assert failure_message(out['failures'], 3, 'present').startswith('1 of 3 nodes could not be marked: n3: ')
