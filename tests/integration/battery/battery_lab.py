@@ -18,9 +18,9 @@ renewals, resourceVersion) does not count as a change.
 import concurrent.futures
 import json
 import os
-import time
 
 from kubeemu.client import ApiError
+from kubeemu.wait import wait_until
 
 from labtools import build_release_mirror, clear_foreign_attachments, lab_kube, lab_subnet
 
@@ -285,13 +285,14 @@ class BatteryLab(object):
         return snap
 
     def settled_snapshot(self, timeout=60):
-        """A snapshot once the lab's own controllers are done with the last write (two equal in a row)."""
-        deadline = time.time() + timeout
-        last = self.snapshot()
-        while time.time() < deadline:
-            time.sleep(1)
-            now = self.snapshot()
-            if now == last:
-                return now
-            last = now
-        raise AssertionError("the lab did not settle within %ss:\n%s" % (timeout, "\n".join(diff_snapshots(last, self.snapshot()))))
+        """A snapshot once the lab's own controllers are done with the last write: two equal in a row,
+        taken 1 s apart (a couple of the controllers' 0.5 s passes)."""
+        seen = []
+
+        def unchanged():
+            seen[:] = seen[-1:] + [self.snapshot()]
+            return len(seen) == 2 and seen[0] == seen[1]
+        if not wait_until(unchanged, timeout=timeout, step=1.0):
+            raise AssertionError("the lab did not settle within %ss (awaited: two equal snapshots 1 s apart); "
+                                 "the last change seen:\n%s" % (timeout, "\n".join(diff_snapshots(seen[0], seen[-1]))))
+        return seen[1]

@@ -60,9 +60,11 @@ def test_stale_rbd_watcher_stuck_state_comes_from_the_real_watcher(scenario, kub
     ready = [c for c in node_b["status"]["conditions"] if c["type"] == "Ready"][0]
     assert ready["status"] != "True"
     assert any(t["key"] == "node.kubernetes.io/unreachable" for t in node_b["spec"]["taints"])
-    # Still stuck a few seconds later: nothing but fencing unsticks it.
-    time.sleep(3)
-    assert pod(kube, state["stuck_pod"])["status"]["phase"] == "Pending"
+    # A negative, so a bounded observation: nothing but fencing unsticks the pod, so over 3 s
+    # (several of the kubelet's mount retries, at most 1 s apart) it never leaves Pending.
+    phase = lambda: pod(kube, state["stuck_pod"])["status"]["phase"]
+    left = wait_until(lambda: phase() != "Pending", timeout=3)
+    assert not left, "the stuck pod left Pending without fencing: now %s" % phase()
 
 
 def test_stale_rbd_watcher_blocklisting_node_b_runs_the_pod_within_10s(scenario, kube, lab):
@@ -126,8 +128,10 @@ def test_stale_volumeattachment_attachment_name_collision_shape(scenario, kube):
     assert state["unique_name_length"] == 68 and state["unique_name"].startswith("csi-")
     va = kube.get("volumeattachments", state["volumeattachment"])
     assert va["spec"]["nodeName"] == state["node"] and va["status"]["attached"] is True
-    time.sleep(2)  # the lab's attach/detach loop leaves another driver's attachment alone
-    assert kube.find("volumeattachments", state["volumeattachment"]) is not None
+    # A negative, so a bounded observation: over 2 s (four passes of the lab's 0.5 s attach/detach
+    # loop) another driver's attachment is never removed.
+    gone = wait_until(lambda: kube.find("volumeattachments", state["volumeattachment"]) is None, timeout=2)
+    assert not gone, "the lab's attach/detach loop removed another driver's attachment %s" % state["volumeattachment"]
 
 
 def test_kill_and_revive_node(scenario, kube, lab):
