@@ -26,22 +26,27 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist impor
     sorted_entries,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+    DEFAULT_IMAGE_WORKERS,
     DEFAULT_WORKERS,
     blocklist_change_command,
     blocklist_ls_command,
     dump_command,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+    AddressMatcher,
     CephCommandError,
     CephError,
+    CephNotFoundError,
     check_expire,
     is_unknown_command,
     json_document,
     json_documents,
+    parse_addr,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
     describe_locks,
     exclusive_lock_owners,
+    image_report,
     select_locks,
 )
 
@@ -338,3 +343,44 @@ def break_image_locks(client, spec, locks, lock_filter, protect=None, blocklist_
             ', '.join(a['entry'] for a in result['blocklisted']) or 'none',
             ('; ' + result['locks_after_error']) if result['locks_after_error'] else ''), result, errors[0])
     return result
+
+
+# --------------------------------------------------------------------------- fenced clients gone
+
+def fence_matcher(addresses, cidrs):
+    """An AddressMatcher of the clients a blocklist request fences, as Ceph matches them: ip:port/nonce
+    that client; ip, or ip:0/0, every client of the IP; a CIDR every client inside it."""
+    patterns = []
+    for text in addresses or []:
+        addr = parse_addr(text, 'addresses entry')
+        patterns.append(str(addr.ip) if addr.ip_wide else text)
+    return AddressMatcher(patterns + list(cidrs or []), 'addresses')
+
+
+def fenced_watchers(reports, fenced):
+    """The watchers of `reports` (image_report() dicts) whose address `fenced` (an AddressMatcher of
+    the blocklisted addresses and CIDRs) matches: [(image spec, address)], sorted."""
+    return sorted((r['spec'], w['address']) for r in reports for w in r.get('watchers') or []
+                  if fenced.match(parse_addr(w['address'], 'watcher address')) is not None)
+
+
+def wait_unwatched(client, specs, fenced, wait_timeout, sleep, clock, workers=DEFAULT_IMAGE_WORKERS):
+    """(reports, still): the images `specs` read until none is watched by a fenced client, or
+    `wait_timeout` seconds passed. The OSDs drop a blocklisted client's watches once they see the
+    new OSD map; until then the fence has not taken effect (I6). reports: image_report() of each
+    image that exists (a missing image has no watcher); still: fenced_watchers() of the last read.
+    An image that cannot be read raises its CephError: the fence could not be confirmed."""
+    deadline = clock() + wait_timeout
+    delay = 0.1
+    while True:
+        reports = []
+        for spec, raw, error in client.inspect_images(specs, metadata=False, workers=workers):
+            if error is None:
+                reports.append(image_report(spec, raw))
+            elif not isinstance(error, CephNotFoundError):
+                raise error
+        still = fenced_watchers(reports, fenced)
+        if not still or clock() >= deadline:
+            return reports, still
+        sleep(max(0.0, min(delay, deadline - clock())))
+        delay = min(delay * 2, 2.0)

@@ -131,9 +131,26 @@ options:
       - From 1 to 256.
     type: int
     default: 64
+  wait_unwatched:
+    description:
+      - RBD images (C(pool/image) or C(pool/namespace/image)) the blocklisted clients watched. With
+        O(state=present), once the entries are in place, the module reads these images' watchers until
+        none is a client of O(addresses) or O(cidrs) (the OSDs drop a blocklisted client's watches
+        once they see the new OSD map), and fails if one still is after O(wait_timeout) seconds; the
+        fence has then not taken effect, and nothing may be released on its strength (I6).
+      - An image that does not exist has no watcher. Not read in check mode. Refused with O(state=absent).
+    type: list
+    elements: str
+    default: []
+  wait_timeout:
+    description:
+      - How long O(wait_unwatched) waits, in seconds.
+      - From 1 to 86400.
+    type: int
+    default: 60
 notes:
   - The OSDs drop the watches and sessions of blocklisted clients; RBD watchers of the fenced
-    node disappear within seconds.
+    node disappear within seconds. O(wait_unwatched) waits for that on the images that matter.
 seealso:
   - module: volfence.csi.ceph_blocklist_info
   - module: volfence.csi.rbd_watchers_info
@@ -272,6 +289,22 @@ blocklist:
   type: list
   elements: str
   sample: ["10.0.3.12:0/0", "cidr:10.244.3.0:0/24"]
+watchers_after:
+  description:
+    - With O(wait_unwatched), each existing image's watchers as last read (the keys of
+      M(volfence.csi.rbd_watchers_info)'s C(images), without node names); empty otherwise.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{spec: replicapool/csi-vol-1, watchers: [], in_use: false}]
+still_watched:
+  description:
+    - With O(wait_unwatched), the blocklisted clients that still watched an image when O(wait_timeout)
+      passed, each with C(image) and C(address); the module fails when there is any.
+  returned: always
+  type: list
+  elements: dict
+  sample: []
 cidr_mode:
   description: How CIDRs were handled with O(state=present), V(range) or V(addresses); null for O(state=absent).
   returned: always
@@ -290,16 +323,24 @@ diff:
 '''
 
 
+import time
+
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import module_session
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import module_session, parse_image_spec
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     CEPH_MUTUALLY_EXCLUSIVE,
+    CephError,
     ceph_argument_spec,
     check_expire,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, MAX_WAIT_SECONDS, check_range
 from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request, parse_protected
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import BlocklistFailure, ensure_blocklist
+from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
+    BlocklistFailure,
+    ensure_blocklist,
+    fence_matcher,
+    wait_unwatched,
+)
 
 
 def main():
@@ -314,6 +355,8 @@ def main():
             cidr_mode=dict(type='str', default='auto', choices=['auto', 'range', 'addresses']),
             parallel=dict(type='int', default=64),
             protect_addresses=dict(type='list', elements='str', default=[]),
+            wait_unwatched=dict(type='list', elements='str', default=[]),
+            wait_timeout=dict(type='int', default=60),
         ),
         mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
         supports_check_mode=True,
@@ -328,6 +371,15 @@ def main():
         p['expire'] = check_expire(p['expire'])
         Request(p['addresses'], p['cidrs'])
         parse_protected(p['protect_addresses'])
+        check_range(p['wait_timeout'], 'wait_timeout', 1, MAX_WAIT_SECONDS, 'seconds')
+        if p['wait_unwatched'] and p['state'] != 'present':
+            raise ValueError('wait_unwatched waits for a fence to take effect: it needs state=present')
+        wait_specs = []
+        for text in p['wait_unwatched']:
+            spec = parse_image_spec(text, 'wait_unwatched entry')
+            if spec not in wait_specs:
+                wait_specs.append(spec)
+        fenced = fence_matcher(p['addresses'], p['cidrs'])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
 
@@ -347,13 +399,30 @@ def main():
             module.fail_json(backend=client.name, blocklist=exc.result['after'], changed=exc.result['changed'],
                              **details)
 
+        reports, still = [], []
+        if wait_specs and not module.check_mode:
+            try:
+                reports, still = wait_unwatched(client, wait_specs, fenced, p['wait_timeout'], time.sleep, time.time)
+            except CephError as exc:
+                details = _public(result)
+                details.update(exc.fail_kwargs())
+                details['msg'] = ('the blocklist entries are in place, but the fenced clients could not be '
+                                  'confirmed gone: %s' % exc.msg)
+                module.fail_json(backend=client.name, blocklist=result['after'], changed=result['changed'],
+                                 versions=client.known_versions, **details)
+
     for warning in result['warnings']:
         module.warn(warning)
     output = _public(result)
     output.update(backend=client.name, blocklist=result['after'], changed=result['changed'],
-                  versions=client.known_versions)
+                  versions=client.known_versions, watchers_after=reports,
+                  still_watched=[dict(image=image, address=address) for image, address in still])
     if module._diff:
         output['diff'] = dict(before=dict(blocklist=result['before']), after=dict(blocklist=result['after']))
+    if still:
+        module.fail_json(msg='blocklisted, but after %d s these fenced clients still watch their images (the fence '
+                         'has not taken effect; nothing may be released on it): %s' % (
+                             p['wait_timeout'], '; '.join('%s on %s' % (a, i) for i, a in still)), **output)
     module.exit_json(**output)
 
 

@@ -69,6 +69,41 @@ def test_stale_rbd_watcher_fencing_node_b_drops_its_watcher_and_keeps_node_c(cle
     assert lifted["changed"] and blocklist(lab) == []
 
 
+def test_blocklist_waits_until_the_fenced_clients_no_longer_watch(clean_lab, lab_inventory, backend):
+    """wait_unwatched: the call returns once node-b's watch is gone, not before; node-c's watcher of
+    another image is reported and not waited for."""
+    lab = clean_lab
+    host, name = backend
+    image_b, image_c = lab.new_image("waitb"), lab.new_image("waitc")
+    held_b = lab.hold("node-b", image_b)
+    held_c = lab.hold("node-c", image_c)
+    fenced = run_module(lab_inventory, host, "volfence.csi.ceph_blocklist",
+                        ceph_args(lab, name, addresses=[held_b["address"]], expire=900,
+                                  wait_unwatched=[image_b, image_c, "rbd/volfence-no-such-image"], wait_timeout=60))
+    assert fenced.get("failed") is not True and fenced["changed"], fenced
+    assert fenced["still_watched"] == []
+    # the module's own last read, and Ceph now: node-b's watch is gone, node-c's kept
+    after = dict((r["spec"], [w["address"] for w in r["watchers"]]) for r in fenced["watchers_after"])
+    assert after == {image_b: [], image_c: [held_c["address"]]}
+    assert lab.watchers(image_b) == []
+    assert [w["address"] for w in lab.watchers(image_c)] == [held_c["address"]]
+
+
+def test_blocklist_wait_is_not_run_in_check_mode(clean_lab, lab_inventory, backend):
+    """In check mode nothing is blocklisted, so nothing is waited for (a fenced client that keeps
+    watching, which a real cluster does not produce on demand, is covered by the unit tests)."""
+    lab = clean_lab
+    host, name = backend
+    image_c = lab.new_image("waitstill")
+    held_c = lab.hold("node-c", image_c)
+    # check mode: nothing is blocklisted, so the watcher stays; the wait is not run in check mode
+    preview = run_module(lab_inventory, host, "volfence.csi.ceph_blocklist",
+                         ceph_args(lab, name, addresses=[held_c["address"]], expire=900,
+                                   wait_unwatched=[image_c], wait_timeout=1), check=True)
+    assert preview.get("failed") is not True and preview["still_watched"] == [], preview
+    assert blocklist(lab) == [] and [w["address"] for w in lab.watchers(image_c)] == [held_c["address"]]
+
+
 # ----------------------------------------------------------------------------- stale-rbd-lock
 
 def test_stale_rbd_lock_kubelet_lock_is_broken_after_fencing_and_node_a_can_lock(clean_lab, lab_inventory, backend):
@@ -171,12 +206,16 @@ BAD_INPUT = [
     ("rbd_lock", dict(pool="rbd", image="volfence-no-such-image", state="absent", lock_id="*"), "does not exist"),
     ("rbd_lock", dict(image_spec="rbd/a/b/c", state="absent", lock_id="*"),
      "image_spec 'rbd/a/b/c' must be pool/image or pool/namespace/image"),
+    ("ceph_blocklist", dict(addresses=["192.0.2.9"], wait_unwatched=["rbd/a/b/c"]), "wait_unwatched entry"),
+    ("ceph_blocklist", dict(addresses=["192.0.2.9"], state="absent", wait_unwatched=["rbd/x"]), "needs state=present"),
+    ("ceph_blocklist", dict(addresses=["192.0.2.9"], wait_unwatched=["rbd/x"], wait_timeout=0), "wait_timeout"),
 ]
 
 
 @pytest.mark.parametrize("module, args, message", BAD_INPUT, ids=[
     "bad-ip", "ip-slash", "cidr-host-bits", "cidr-prefix", "unknown-backend", "missing-keyring", "unknown-pool",
-    "unknown-image", "lock-info-unknown-image", "lock-unknown-image", "lock-bad-spec"])
+    "unknown-image", "lock-info-unknown-image", "lock-unknown-image", "lock-bad-spec", "wait-bad-spec",
+    "wait-absent", "wait-timeout"])
 def test_bad_input_is_a_clear_error_and_changes_nothing(clean_lab, lab_inventory, backend, module, args, message):
     lab = clean_lab
     host, name = backend

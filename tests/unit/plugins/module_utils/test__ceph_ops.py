@@ -254,3 +254,89 @@ def test_I1_a_lock_held_from_an_ipv4_mapped_protected_address_is_neither_fenced_
     result = break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), AddressMatcher([NODES['node-a']]))
     assert not result['changed'] and result['broken'] == [] and len(result['protected']) == 1
     assert cluster.changes() == [] and len(cluster.lockers) == 1
+
+
+# --------------------------------------------------------------------------- fenced clients gone
+
+class _ImageReads(object):
+    """inspect_images() answering, read after read, the next of `rounds` ({spec text: [addresses]},
+    or an error for a spec); the last round repeats."""
+
+    def __init__(self, rounds):
+        self.rounds = list(rounds)
+        self.reads = 0
+
+    def inspect_images(self, specs, metadata=True, workers=16):
+        answer = self.rounds[min(self.reads, len(self.rounds) - 1)]
+        self.reads += 1
+        out = []
+        for spec in specs:
+            value = answer.get(str(spec), [])
+            if isinstance(value, Exception):
+                out.append((spec, None, value))
+            else:
+                watchers = [{'address': a, 'client_id': 4100 + i, 'cookie': i + 1} for i, a in enumerate(value)]
+                out.append((spec, {'watchers': watchers}, None))
+        return out
+
+
+class _FakeTime(object):
+    def __init__(self):
+        self.now = 0.0
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _specs(*texts):
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import parse_image_spec
+    return [parse_image_spec(t) for t in texts]
+
+
+def test_wait_unwatched_returns_once_the_fenced_clients_are_gone():
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher, wait_unwatched
+    client = _ImageReads([{'rbd/a': ['10.0.0.2:0/55', '10.0.0.7:0/1']}, {'rbd/a': ['10.0.0.7:0/1']}])
+    t = _FakeTime()
+    reports, still = wait_unwatched(client, _specs('rbd/a'), fence_matcher(['10.0.0.2:0/55'], []), 30,
+                                    t.sleep, t.clock)
+    assert still == [] and client.reads == 2
+    # the unfenced watcher (another node's client) is reported, not waited for
+    assert [w['address'] for w in reports[0]['watchers']] == ['10.0.0.7:0/1']
+
+
+def test_wait_unwatched_times_out_naming_the_fenced_clients_still_there():
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher, wait_unwatched
+    client = _ImageReads([{'rbd/a': ['10.0.0.2:0/55'], 'rbd/b': ['10.1.0.9:0/3']}])
+    t = _FakeTime()
+    _reports, still = wait_unwatched(client, _specs('rbd/a', 'rbd/b'), fence_matcher(['10.0.0.2'], ['10.1.0.0/24']),
+                                     5, t.sleep, t.clock)
+    assert still == [('rbd/a', '10.0.0.2:0/55'), ('rbd/b', '10.1.0.9:0/3')]
+    assert t.now == 5  # the last read comes at the deadline, not after it
+
+
+def test_wait_unwatched_a_missing_image_has_no_watcher_an_unreadable_one_fails():
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephNotFoundError
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher, wait_unwatched
+    t = _FakeTime()
+    gone = _ImageReads([{'rbd/a': CephNotFoundError('image rbd/a not found')}])
+    assert wait_unwatched(gone, _specs('rbd/a'), fence_matcher(['10.0.0.2'], []), 5, t.sleep, t.clock) == ([], [])
+    broken = _ImageReads([{'rbd/a': CephError('permission denied')}])
+    with pytest.raises(CephError, match='permission denied'):
+        wait_unwatched(broken, _specs('rbd/a'), fence_matcher(['10.0.0.2'], []), 5, t.sleep, t.clock)
+
+
+@pytest.mark.parametrize('address, fenced', [
+    ('10.0.0.1:0/777', True),    # ip:0/0 fences every client of the IP
+    ('10.0.0.2:0/55', True),     # the exact client
+    ('10.0.0.2:0/56', False),    # another client of that IP is not fenced by an exact entry
+    ('10.1.0.7:0/3', True),      # inside the CIDR
+    ('10.0.0.3:0/1', False),
+])
+def test_fence_matcher_matches_as_ceph_does(address, fenced):
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import parse_addr
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher
+    matcher = fence_matcher(['10.0.0.1:0/0', '10.0.0.2:0/55'], ['10.1.0.0/24'])
+    assert (matcher.match(parse_addr(address)) is not None) == fenced
