@@ -14,8 +14,9 @@ OTHER_TAINT = {"key": "example.com/maintenance", "value": "x", "effect": "NoSche
 
 
 @pytest.fixture
-def nodes(kube, label):
-    """Three nodes of this test's own, each with a taint and an annotation of another owner."""
+def nodes(kube, label, cleanup):
+    """Three nodes of this test's own, each with a taint and an annotation of another owner; removed
+    afterwards (cleanup removes every object with the test's label)."""
     names = ["vft-%s-n%d" % (label, i) for i in range(3)]
     for name in names:
         kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
