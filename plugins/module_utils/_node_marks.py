@@ -115,27 +115,26 @@ class NodeMarks(object):
         if patch is None or check_mode:
             return dict(name=name, changes=changes, before=before,
                         after=before if patch is None else _apply_marks(before, state, record, taint))
-        done, patch_now = {}, [patch]
+        patch_now = [patch]
+        gone = object()  # reread's answer when the node was deleted meanwhile
 
         def write():
-            done['node'] = self.api.merge_patch(self._path(name), patch_now[0], what=what)
-            return done['node']
+            return self.api.merge_patch(self._path(name), patch_now[0], what=what)
 
         def reread():
             fresh = self.api.get(self._path(name), what=what, missing_ok=True)
             if fresh is None:
-                return dict(missing=True)
+                return gone
             again, _changes = marks_patch(fresh, state, record, taint)
             if again is None:  # the write went through before its answer was lost, or another did it
-                done['node'] = fresh
                 return fresh
             patch_now[0] = again
             return None
 
         outcome = write_with_reread(write, reread, self.retries, self.sleep)
-        if isinstance(outcome, dict) and outcome.get('missing'):
+        if outcome is gone:
             return dict(name=name, missing=True)
-        return dict(name=name, changes=changes, before=before, after=marks_of(done.get('node') or outcome))
+        return dict(name=name, changes=changes, before=before, after=marks_of(outcome))
 
     def run(self, names, state, records=None, taint=False, check_mode=False):
         """{'changed': [{name, changes}], 'unchanged': [names], 'missing': [names],
