@@ -171,6 +171,14 @@ def _apply_marks(marks, state, record, taint):
     return after
 
 
+def changed_marks(marks):
+    """(taint_changed, record_changed): the sorted names of the nodes whose out-of-service taint, and
+    whose record, differ after the run from before it (`marks`: NodeMarks.run's {name: {before, after}})."""
+    def differ(key):
+        return sorted(n for n, m in marks.items() if m['before'][key] != m['after'][key])
+    return differ('out_of_service_taint'), differ('record')
+
+
 def failure_message(failures, total, state):
     return count_message('nodes could not be %s' % ('marked' if state == 'present' else 'cleared'),
                          ['%s: %s' % (f['name'], f['error']) for f in failures], total, shown=10)

@@ -128,6 +128,20 @@ recorded_nodes:
   type: list
   elements: str
   sample: [worker2]
+taint_changed_nodes:
+  description: The nodes whose out-of-service taint this run added (O(state=present)) or removed
+    (O(state=absent)); in check mode, would add or remove.
+  returned: always
+  type: list
+  elements: str
+  sample: [worker2]
+record_changed_nodes:
+  description: The nodes whose record this run wrote or replaced (O(state=present)) or removed
+    (O(state=absent)); in check mode, would write or remove.
+  returned: always
+  type: list
+  elements: str
+  sample: [worker2]
 missing_nodes:
   description: The nodes that do not exist. With O(state=present) the module fails when there is any.
   returned: always
@@ -150,7 +164,8 @@ diff:
 '''
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._node_marks import NodeMarks, check_request, failure_message
+from ansible_collections.volfence.csi.plugins.module_utils._node_marks import (
+    NodeMarks, changed_marks, check_request, failure_message)
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
 
 
@@ -181,8 +196,10 @@ def main():
                 names, p['state'], records, p['out_of_service_taint'], module.check_mode)
         except K8sError as exc:
             module.fail_json(**exc.fail_kwargs())
+    taint_changed, record_changed = changed_marks(out['marks'])
     result = dict(changed=bool(out['changed']), changed_nodes=out['changed'], unchanged_nodes=out['unchanged'],
                   missing_nodes=out['missing'], failures=out['failures'],
+                  taint_changed_nodes=taint_changed, record_changed_nodes=record_changed,
                   tainted_nodes=sorted(n for n, m in out['marks'].items() if m['after']['out_of_service_taint']),
                   recorded_nodes=sorted(n for n, m in out['marks'].items()
                                         if records.get(n) is not None and m['after']['record'] == records[n]))

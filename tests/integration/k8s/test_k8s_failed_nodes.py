@@ -58,6 +58,7 @@ def test_record_and_taint_many_nodes_then_lift_them(ansible, kube, nodes):
 
     lifted = ansible.run("failed_nodes", {"nodes": nodes, "state": "absent", "out_of_service_taint": True})
     assert lifted["_rc"] == 0 and lifted["changed"], lifted
+    assert lifted["taint_changed_nodes"] == sorted(nodes) and lifted["record_changed_nodes"] == sorted(records)
     for name in nodes:
         assert marks(kube, name) == dict(record=None, tainted=False, others=[OTHER_TAINT], owner="ops")
 

@@ -264,6 +264,7 @@ class NodeAgent(object):
         self.image_locks = {}     # image -> lock of its stage/unstage on this node
         self.resolved = {}        # pod uid -> its volumes, once every claim was bound
         self.retry = {}           # pod uid -> (next attempt, delay): failed mounts back off
+        self.backoff_set = threading.Event()  # a worker scheduled a retry: the loop recomputes its wake-up
         self.checker = WatcherCheck(cfg, node)
 
     # --- FUSE CSI volumes (dead-fuse-mount)
@@ -416,6 +417,15 @@ class NodeAgent(object):
         """kubelet's exponential backoff of a failed mount operation."""
         delay = min(self.retry.get(uid, (0, LabTimings.mount_retry / 2))[1] * 2, LabTimings.mount_retry_max)
         self.retry[uid] = (time.time() + delay, delay)
+        self.backoff_set.set()
+
+    def next_pass(self, moment):
+        """Seconds until the loop's next pass: its period, or the end of the first backoff due
+        before it. A kubelet's volume reconciler runs every 100 ms, so a mount is retried as its
+        backoff ends, not on the lab's next listing."""
+        with self.lock:
+            dues = [due for due, _delay in self.retry.values() if due > moment]
+        return min([LabTimings.loop] + [due - moment + 0.01 for due in dues])
 
     def sync_pod(self, pod):
         meta = pod["metadata"]
@@ -559,13 +569,17 @@ class NodeAgent(object):
         self.register()
         threading.Thread(target=self.heartbeat_loop, args=(stop,), name="heartbeat", daemon=True).start()
         while not stop:
+            self.backoff_set.clear()
             try:
                 pods = self.kube.list("pods", field_selector="spec.nodeName=" + self.node)
                 self.dispatch(pods)
                 self.cleanup_orphans(pods)
             except Exception as exc:  # the agent must outlive API hiccups, like a kubelet
                 log("agent %s: %s" % (self.node, exc))
-            time.sleep(LabTimings.loop)
+            if self.backoff_set.wait(self.next_pass(time.time())):
+                # a retry was scheduled meanwhile: wait for the sooner of it and the period
+                self.backoff_set.clear()
+                time.sleep(self.next_pass(time.time()))
         # A killed kubelet stops at once: no worker finishes its pod (the node's Ceph clients,
         # in sessions of their own, stay alive).
         self.checker.stop()

@@ -38,6 +38,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+from kubeemu.wait import WaitTimeout, wait_until
 from volfence_lab import lab as labmod
 from volfence_lab.kubesim import FUSE_DRIVER, LAB_DRIVER, CSI_NAMESPACE, attachment_name
 
@@ -54,13 +55,11 @@ def rbd_cli(cfg, *args):
 
 
 def wait(what, predicate, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise labmod.LabError("scenario: timed out after %ss waiting for %s" % (timeout, what))
+    """kubeemu's wait_until, failing as the lab fails (LabError: the CLI prints it)."""
+    try:
+        return wait_until(predicate, timeout=timeout, step=0.3, what=what)
+    except WaitTimeout as exc:
+        raise labmod.LabError("scenario: %s" % exc)
 
 
 def base_objects(kube):

@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from ansible_collections.volfence.csi.plugins.module_utils._node_marks import (
     OUT_OF_SERVICE_TAINT,
     NodeMarks,
+    changed_marks,
     check_request,
     failure_message,
     marks_of,
@@ -204,3 +205,17 @@ def test_missing_and_failing_nodes_are_reported_and_the_others_written():
     assert [c['name'] for c in out['changed']] == ['n1']
     assert out['failures'][0]['name'] == 'n3' and '403' in out['failures'][0]['error']
     assert failure_message(out['failures'], 3, 'present').startswith('1 of 3 nodes could not be marked: n3: ')
+
+
+def test_changed_marks_name_the_nodes_whose_taint_and_record_the_run_changed():
+    fake = cluster('n1', 'n2', 'n3')
+    fake.get('nodes', 'n1')['metadata']['annotations'] = {MARKER_ANNOTATION: 'r'}
+    fake.get('nodes', 'n1')['spec']['taints'] = [OUT_OF_SERVICE_TAINT, OTHER_TAINT]
+    fake.get('nodes', 'n2')['spec']['taints'] = [OUT_OF_SERVICE_TAINT]
+    out = NodeMarks(api_for(fake)).run(['n1', 'n2', 'n3'], 'absent', taint=True)
+    assert changed_marks(out['marks']) == (['n1', 'n2'], ['n1'])
+    assert fake.get('nodes', 'n1')['spec']['taints'] == [OTHER_TAINT]
+    again = NodeMarks(api_for(fake)).run(['n1', 'n2', 'n3'], 'absent', taint=True)
+    assert changed_marks(again['marks']) == ([], [])
+    checked = NodeMarks(api_for(cluster('n4'))).run(['n4'], 'present', {'n4': 'r'}, taint=True, check_mode=True)
+    assert changed_marks(checked['marks']) == (['n4'], ['n4'])
