@@ -11,7 +11,7 @@ import os
 import sys
 
 import yaml
-from ansible_collections.volfence.csi.plugins.module_utils._inputs import survey_spec
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import survey_spec
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

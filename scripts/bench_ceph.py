@@ -72,9 +72,9 @@ def main(argv=None):
         import rbd
     except ImportError as exc:
         sys.exit("bench_ceph: needs the rados/rbd bindings (it runs itself again with the lab release's Python, <lab>/ceph-bin/ceph-python3): %s" % exc)
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect, parse_image_spec
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import ensure_blocklist
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import image_report
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import connect, parse_image_spec
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import ensure_blocklist
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import image_report
 
     params = dict(cluster="ceph", conf=env["CEPH_CONF"], keyring=env["CEPH_KEYRING"], key=None,
                   user=env["CEPH_USER"], mon_host=None, timeout=60, backend="rados", command_prefix=None)

@@ -13,7 +13,7 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.volfence.csi.plugins.module_utils import _inputs
+from ansible_collections.volfence.csi.plugins.module_utils._decisions import inputs as _inputs
 
 SPEC_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                          'playbooks', 'meta', 'inputs.yml')

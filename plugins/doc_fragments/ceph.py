@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # The options every Ceph module shares (argument spec: module_utils/_ceph_common.py).
+    # The options every Ceph module shares (argument spec: module_utils/_ceph/common.py).
     DOCUMENTATION = r'''
 options:
   cluster:
@@ -89,7 +89,7 @@ seealso:
     link: https://docs.ceph.com/en/latest/rados/operations/control/#osd-subsystem
 '''
 
-    # The options naming one image (argument spec: IMAGE_OPTIONS in module_utils/_ceph_client.py).
+    # The options naming one image (argument spec: IMAGE_OPTIONS in module_utils/_ceph/client.py).
     IMAGE = r'''
 options:
   image_spec:
@@ -118,7 +118,7 @@ options:
     type: str
 '''
 
-    # The options of an image's lock listing (argument spec: LOCK_LISTING_OPTIONS in module_utils/_ceph_ops.py).
+    # The options of an image's lock listing (argument spec: LOCK_LISTING_OPTIONS in module_utils/_ceph/ops.py).
     LOCK_LISTING = r'''
 options:
   node_addresses:

@@ -10,7 +10,7 @@ __metaclass__ = type
 class ModuleDocFragment(object):
 
     # The options every volfence.csi Kubernetes module adds to kubernetes.core's authentication
-    # options (argument spec: module_utils/_k8s_common.py K8S_COMMON_SPEC).
+    # options (argument spec: module_utils/_k8s/common.py K8S_COMMON_SPEC).
     DOCUMENTATION = r'''
 options:
   request_timeout:

@@ -8,9 +8,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose, pv_rbd_image as _pv_rbd_image, table
-from ansible_collections.volfence.csi.plugins.module_utils._safety import down_node_volumes as _down_node_volumes
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose, pv_rbd_image as _pv_rbd_image, table
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import down_node_volumes as _down_node_volumes
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     node_addresses as _node_addresses,
     node_summary as _node_summary,
 )

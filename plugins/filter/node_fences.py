@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The plan of the node_fences role (plugins/module_utils/_node_fences.py), as a filter."""
+"""The plan of the node_fences role (plugins/module_utils/_decisions/node_fences.py), as a filter."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.volfence.csi.plugins.module_utils._node_fences import plan as _plan, role_problems
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import plan as _plan, role_problems
 
 
 def _objects(value, what, option):

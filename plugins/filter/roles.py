@@ -9,7 +9,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.volfence.csi.plugins.module_utils._inputs import stat_problem
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import csi_addons_problems as _csi_addons_problems
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import stat_problem
 
 
 def kubeconfig_problems(stat_result, path, variable):
@@ -24,6 +25,16 @@ def kubeconfig_problems(stat_result, path, variable):
     return ['%s: %s %s' % (variable, path, problem)] if problem else []
 
 
+def csi_addons_problems(role_vars):
+    """Every problem of the csi_addons role's variables that its argument spec cannot express."""
+    if not isinstance(role_vars, dict):
+        raise AnsibleFilterError('csi_addons_problems: the variables must be a mapping, got %s' % type(role_vars).__name__)
+    try:
+        return _csi_addons_problems(role_vars)
+    except TypeError as err:  # a value check_type_bool cannot read as true or false
+        raise AnsibleFilterError('csi_addons_problems: %s' % err)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'kubeconfig_problems': kubeconfig_problems}
+        return {'kubeconfig_problems': kubeconfig_problems, 'csi_addons_problems': csi_addons_problems}

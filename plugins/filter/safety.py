@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The safety decision layer (module_utils/_safety.py, docs/safety.md) as filters, so that the
+"""The safety decision layer (module_utils/_decisions/safety.py, docs/safety.md) as filters, so that the
 playbooks decide nothing in Jinja: every destructive step takes its list from one of these."""
 
 from __future__ import absolute_import, division, print_function
@@ -11,7 +11,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.volfence.csi.plugins.module_utils import _safety
+from ansible_collections.volfence.csi.plugins.module_utils._decisions import safety as _safety
+from ansible_collections.volfence.csi.plugins.module_utils._decisions import volumeattachment as _volumeattachment
 
 
 def _list(value, what):
@@ -152,6 +153,10 @@ def stuck_pod_restart(pod, restart_pod=True, released=None):
     return _safety.stuck_pod_restart(pod or {}, boolean(restart_pod, strict=False), bool(released))
 
 
+def attachment_cleanup_plan(attachments, pod_node):
+    return _volumeattachment.cleanup_plan(_list(attachments, 'attachments'), pod_node or '')
+
+
 def failover_remaining_watchers(images, fenced):
     return _safety.remaining(images, fenced)
 
@@ -160,6 +165,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'failover_preflight': failover_preflight,
+            'attachment_cleanup_plan': attachment_cleanup_plan,
             'failover_volumes': failover_volumes,
             'failover_fence_plan': failover_fence_plan,
             'failover_fence_cidrs': failover_fence_cidrs,

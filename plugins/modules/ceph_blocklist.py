@@ -326,16 +326,16 @@ diff:
 import time
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import module_session, parse_image_spec
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import module_session, parse_image_spec
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     CephError,
     ceph_argument_spec,
     check_expire,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, MAX_WAIT_SECONDS, check_range
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request, parse_protected
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import Request, parse_protected
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import (
     BlocklistFailure,
     ensure_blocklist,
     fence_matcher,

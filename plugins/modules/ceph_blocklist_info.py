@@ -160,19 +160,19 @@ naming:
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import (
     entry_info,
     entry_matches,
     sorted_entries,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import module_session
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import module_session
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
     ceph_argument_spec,
     utc_now,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import read_blocklist
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import read_blocklist
 
 
 def main():

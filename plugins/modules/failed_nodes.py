@@ -163,8 +163,8 @@ diff:
            after: {worker2: {record: '{"bootID": "..."}', out_of_service_taint: true}}}
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._node_marks import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.node_marks import (
     NodeMarks, changed_marks, check_request, failure_message)
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
 

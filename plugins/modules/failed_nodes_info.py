@@ -192,11 +192,11 @@ requests:
   sample: 9
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import DEFAULT_PAGE, gather_failed_nodes
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import DEFAULT_PAGE, gather_failed_nodes
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sError, connect, k8s_module, resource_path)
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import missing_node
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
 
 MAX_LEASE_GRACE = 86400

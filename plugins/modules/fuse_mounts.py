@@ -90,13 +90,13 @@ healthy:
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.mounts import (
     DEAD,
     HEALTHY,
     HUNG,
     unmount_results,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module import (
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.module import (
     FUSE_ARGUMENT_SPEC,
     check_params,
     find_mounts,

@@ -108,8 +108,8 @@ pod_uids:
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import summarize
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts_module import (
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.mounts import summarize
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.module import (
     FUSE_ARGUMENT_SPEC,
     check_params,
     find_mounts,

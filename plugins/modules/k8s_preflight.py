@@ -124,10 +124,10 @@ pods:
       type: str
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sError, connect, k8s_module, resource_path)
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import missing_node, replacement_pods, some_names
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node, replacement_pods, some_names
 
 
 def _ready(node):

@@ -519,10 +519,10 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     check_range,
 )
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import count_message
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import count_message
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import (
     CREATE,
     DELETE,
     NONE,
@@ -531,8 +531,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     build_requests,
     summary,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._node_fences import check_options as check_node_fences_options
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import check_options as check_node_fences_options
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 
 # A reference to a Secret (its name and namespace), not secret data.
 SECRET_SPEC = dict(name=dict(type='str', required=True), namespace=dict(type='str', required=True))

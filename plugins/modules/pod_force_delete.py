@@ -130,8 +130,8 @@ diff:
   sample: {before: {pods: [shop/db-0]}, after: {pods: []}}
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._pods import PodDeleter, check_pods, failure_message
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.pods import PodDeleter, check_pods, failure_message
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, MAX_WAIT_SECONDS, check_range
 
 

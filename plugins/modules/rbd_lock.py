@@ -283,14 +283,14 @@ import errno
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     IMAGE_MUTUALLY_EXCLUSIVE,
     IMAGE_OPTIONS,
     IMAGE_REQUIRED_TOGETHER,
     image_spec_of,
     module_session,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
     CephError,
@@ -298,13 +298,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     check_expire,
     check_name,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import (
     LOCK_LISTING_OPTIONS,
     LockBreakFailure,
     break_image_locks,
     read_image_locks,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     LockFilter,
     NodeMap,
     check_locker,

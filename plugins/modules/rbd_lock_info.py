@@ -147,19 +147,19 @@ lock_owners:
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     IMAGE_MUTUALLY_EXCLUSIVE,
     IMAGE_OPTIONS,
     IMAGE_REQUIRED_TOGETHER,
     image_spec_of,
     module_session,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     ceph_argument_spec,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import LOCK_LISTING_OPTIONS, read_image_locks
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import NodeMap
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import LOCK_LISTING_OPTIONS, read_image_locks
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap
 
 
 def main():

@@ -247,7 +247,7 @@ failed_images:
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, check_range
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     IMAGE_MUTUALLY_EXCLUSIVE,
     IMAGE_OPTIONS,
     IMAGE_REQUIRED_TOGETHER,
@@ -255,13 +255,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
     module_session,
     parse_image_spec,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_MUTUALLY_EXCLUSIVE,
     AddressMatcher,
     CephNotFoundError,
     ceph_argument_spec,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import NodeMap, image_report
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap, image_report
 
 
 def main():

@@ -103,8 +103,8 @@ requests:
   type: int
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._pods import ReplacementPods, check_claims, check_node_names
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.pods import ReplacementPods, check_claims, check_node_names
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_SLEEP_SECONDS,
     MAX_WAIT_SECONDS,

@@ -184,8 +184,8 @@ requests:
   type: int
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import DEFAULT_PAGE, check_namespace, gather
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import DEFAULT_PAGE, check_namespace, gather
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sError, connect, k8s_module, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
 

@@ -262,11 +262,11 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     check_range,
 )
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import count_message
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import DELETE, SKIP
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import count_message
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import DELETE, SKIP
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.volumeattachment_ops import VolumeAttachments
 
 SELECTORS = ('name', 'persistent_volume', 'node', 'attacher')
 # The names of one name or names shown in a warning at most.

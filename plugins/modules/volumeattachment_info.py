@@ -242,10 +242,10 @@ collision_version_affected:
 
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_WAIT_SECONDS, check_range
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import collision_version_affected
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import collision_version_affected
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.volumeattachment_ops import VolumeAttachments
 
 
 def main():

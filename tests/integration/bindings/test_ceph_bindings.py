@@ -11,21 +11,21 @@ import pytest
 rados = pytest.importorskip("rados")
 rbd = pytest.importorskip("rbd")
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (  # noqa: E402
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (  # noqa: E402
     blocklist_change_command,
     connect,
     parse_image_spec,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (  # noqa: E402
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (  # noqa: E402
     CephConnectionError,
     CephNotFoundError,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (  # noqa: E402
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import (  # noqa: E402
     ensure_blocklist,
     read_blocklist,
     read_daemon_addresses,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (  # noqa: E402
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (  # noqa: E402
     describe_locks,
     exclusive_lock_owners,
 )
@@ -115,7 +115,7 @@ def test_advisory_lock_take_and_break_on_read_only_opens(clean_lab, client):
 
 
 def test_mon_command_errors_carry_the_json_command(client):
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephCommandError
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import CephCommandError
     with pytest.raises(CephCommandError) as info:
         client.mon(blocklist_change_command("blocklist", "add", "bogus"))
     assert info.value.rc == -22 and info.value.cmd["addr"] == "bogus" and "unable to parse" in info.value.stderr

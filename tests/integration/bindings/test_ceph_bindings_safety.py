@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("rados")
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import connect  # noqa: E402
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (  # noqa: E402
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import connect  # noqa: E402
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import (  # noqa: E402
     BlocklistFailure,
     ensure_blocklist,
     read_blocklist,

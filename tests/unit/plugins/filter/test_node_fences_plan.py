@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node_fences plan (plugins/module_utils/_node_fences.py, filter volfence.csi.node_fences_plan).
+"""The node_fences plan (plugins/module_utils/_decisions/node_fences.py, filter volfence.csi.node_fences_plan).
 A controller test (it renders with Ansible's Templar), hence under filter/, not module_utils/.
 
 It replaced roles/node_fences/templates/plan.json.j2 (issue 16). That template is kept as a fixture
@@ -24,7 +24,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.filter.diagnose import node_addresses as node_addresses_filter
 from ansible_collections.volfence.csi.plugins.filter.node_fences import FilterModule
-from ansible_collections.volfence.csi.plugins.module_utils import _node_fences as nf
+from ansible_collections.volfence.csi.plugins.module_utils._decisions import node_fences as nf
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'node_fences_plan.json.j2')
 PLAN = FilterModule().filters()['node_fences_plan']

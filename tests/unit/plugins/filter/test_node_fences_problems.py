@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.filter.node_fences import FilterModule as NodeFencesFilters
-from ansible_collections.volfence.csi.plugins.module_utils._node_fences import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import (
     check_options,
     option_problems,
     role_problems,

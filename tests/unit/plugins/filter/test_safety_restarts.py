@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which pods to delete so that they mount again, and which pods replace them
-(plugins/module_utils/_safety.py: restart_plan, controller_of, running_replacements,
+(plugins/module_utils/_decisions/safety.py: restart_plan, controller_of, running_replacements,
 stuck_pod_restart; the filters volfence.csi.pod_restart_plan, running_replacements and
 stuck_pod_restart the cleanup playbooks decide and wait with).
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.volfence.csi.plugins.filter.safety import FilterModule as SafetyFilters
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     controller_of,
     restart_plan,
     running_replacements,

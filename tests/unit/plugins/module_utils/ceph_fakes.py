@@ -13,7 +13,7 @@ import ipaddress
 import json
 import os
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CephCommandError,
     CephConnectionError,
     CephError,

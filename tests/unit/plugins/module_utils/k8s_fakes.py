@@ -19,10 +19,10 @@ try:
 except ImportError:  # pragma: no cover
     pass
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import KubeApi, TransportError
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import attachment_name
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import KubeApi, TransportError
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import attachment_name
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.volumeattachment_ops import VolumeAttachments
 
 UTC = datetime.timezone.utc
 

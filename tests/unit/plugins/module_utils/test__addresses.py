@@ -8,10 +8,10 @@ import ipaddress
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._addresses import cidr_error, parse_network
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request, parse_protected
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import AddressMatcher, parse_addr, parse_cidr
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import NodeMap
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence import normalize_cidr
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import Request, parse_protected
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import AddressMatcher, parse_addr, parse_cidr
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import normalize_cidr
 
 INJECTION = '10.0.0.1; rm -rf /'
 

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import (
     Request,
     check_safety,
     cluster_daemon_addresses,
@@ -28,7 +28,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist impor
     predict_after,
     sorted_entries,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     AddressMatcher,
     CephParseError,
     CephRefused,

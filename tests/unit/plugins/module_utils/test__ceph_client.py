@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph import client as _ceph_client
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     CephSettings,
     CliBackend,
     blocklist_change_command,
@@ -26,7 +26,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
     parse_image_spec,
     parse_lock_header,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CephCommandError,
     CephConnectionError,
     CephError,

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_ARGUMENT_SPEC,
     AddressMatcher,
     CephAddr,

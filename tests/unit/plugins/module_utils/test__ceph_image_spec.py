@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     ImageSpec,
     image_spec,
     image_spec_of,

@@ -8,13 +8,13 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     AddressMatcher,
     CephCommandError,
     CephError,
     CephRefused,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import (
     BlocklistFailure,
     LockBreakFailure,
     break_image_locks,
@@ -208,7 +208,7 @@ class LockCluster(FakeCluster):
 
 
 def _locks(cluster):
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import describe_locks
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import describe_locks
     return describe_locks(cluster.image_locks('rbd/img'))
 
 
@@ -220,7 +220,7 @@ def _lockers():
 def test_I7_lock_break_failing_after_fencing_and_breaking_some_says_which():
     """Issue 11 item 7, I7: rbd_lock used to fail after blocklisting and breaking some locks
     without saying which, and without changed."""
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import LockFilter
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import LockFilter
     cluster = LockCluster(_lockers(), fail_break=['kubelet_lock_magic_b2'])
     with pytest.raises(LockBreakFailure) as info:
         break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('kubelet_lock_magic_*'), AddressMatcher([]),
@@ -235,7 +235,7 @@ def test_I7_lock_break_failing_after_fencing_and_breaking_some_says_which():
 
 
 def test_I7_lock_break_when_fencing_fails_halfway_breaks_nothing_and_reports_the_fences():
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import LockFilter
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import LockFilter
     cluster = LockCluster(_lockers(), fail=[NODES['node-b'] + ':0/42'])
     with pytest.raises(LockBreakFailure) as info:
         break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), AddressMatcher([]))
@@ -248,7 +248,7 @@ def test_I7_lock_break_when_fencing_fails_halfway_breaks_nothing_and_reports_the
 
 
 def test_I1_a_lock_held_from_an_ipv4_mapped_protected_address_is_neither_fenced_nor_broken():
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import LockFilter
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import LockFilter
     cluster = LockCluster([dict(locker='client.7', id='kubelet_lock_magic_a', address='[::ffff:%s]:0/7'
                                 % NODES['node-a'])])
     result = break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), AddressMatcher([NODES['node-a']]))
@@ -292,12 +292,12 @@ class _FakeTime(object):
 
 
 def _specs(*texts):
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import parse_image_spec
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import parse_image_spec
     return [parse_image_spec(t) for t in texts]
 
 
 def test_wait_unwatched_returns_once_the_fenced_clients_are_gone():
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher, wait_unwatched
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_matcher, wait_unwatched
     client = _ImageReads([{'rbd/a': ['10.0.0.2:0/55', '10.0.0.7:0/1']}, {'rbd/a': ['10.0.0.7:0/1']}])
     t = _FakeTime()
     reports, still = wait_unwatched(client, _specs('rbd/a'), fence_matcher(['10.0.0.2:0/55'], []), 30,
@@ -308,7 +308,7 @@ def test_wait_unwatched_returns_once_the_fenced_clients_are_gone():
 
 
 def test_wait_unwatched_times_out_naming_the_fenced_clients_still_there():
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher, wait_unwatched
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_matcher, wait_unwatched
     client = _ImageReads([{'rbd/a': ['10.0.0.2:0/55'], 'rbd/b': ['10.1.0.9:0/3']}])
     t = _FakeTime()
     _reports, still = wait_unwatched(client, _specs('rbd/a', 'rbd/b'), fence_matcher(['10.0.0.2'], ['10.1.0.0/24']),
@@ -318,8 +318,8 @@ def test_wait_unwatched_times_out_naming_the_fenced_clients_still_there():
 
 
 def test_wait_unwatched_a_missing_image_has_no_watcher_an_unreadable_one_fails():
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephNotFoundError
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher, wait_unwatched
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import CephNotFoundError
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_matcher, wait_unwatched
     t = _FakeTime()
     gone = _ImageReads([{'rbd/a': CephNotFoundError('image rbd/a not found')}])
     assert wait_unwatched(gone, _specs('rbd/a'), fence_matcher(['10.0.0.2'], []), 5, t.sleep, t.clock) == ([], [])
@@ -336,7 +336,7 @@ def test_wait_unwatched_a_missing_image_has_no_watcher_an_unreadable_one_fails()
     ('10.0.0.3:0/1', False),
 ])
 def test_fence_matcher_matches_as_ceph_does(address, fenced):
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import parse_addr
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_ops import fence_matcher
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import parse_addr
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_matcher
     matcher = fence_matcher(['10.0.0.1:0/0', '10.0.0.2:0/55'], ['10.1.0.0/24'])
     assert (matcher.match(parse_addr(address)) is not None) == fenced

@@ -11,12 +11,12 @@ import os
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     normalize_lockers_bindings,
     parse_image_spec,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import AddressMatcher
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import AddressMatcher
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     LockFilter,
     NodeMap,
     check_locker,
@@ -70,7 +70,7 @@ def test_cli_and_bindings_see_the_same_watchers_and_name_their_nodes():
 
 def test_node_map_most_specific_network_wins_and_rejects_garbage():
     nodes = NodeMap({'pods-b': ['10.244.2.0/24'], 'node-b': ['10.244.2.7'], 'v6': 'fd00::1'})
-    from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import parse_addr
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import parse_addr
     assert nodes.node_of(parse_addr('10.244.2.7:0/1')) == 'node-b'
     assert nodes.node_of(parse_addr('10.244.2.8:0/1')) == 'pods-b'
     assert nodes.node_of(parse_addr('[fd00::1]:0/5')) == 'v6'

@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_versions import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.versions import (
     bindings_client_version,
     client_info,
     cluster_info,

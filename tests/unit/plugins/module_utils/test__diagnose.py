@@ -5,7 +5,7 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
     address_ip,
     diagnose,
     is_stuck,
@@ -149,7 +149,7 @@ def test_table_names_the_playbook_and_the_evidence():
 
 
 def test_pv_rbd_image():
-    from ansible_collections.volfence.csi.plugins.module_utils._diagnose import pv_rbd_image
+    from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import pv_rbd_image
     assert pv_rbd_image(rbd_csi_pv("pv", "csi-vol-1")) == ("rbd-csi", "rbd/csi-vol-1")
     ns_pv = rbd_csi_pv("pv", "csi-vol-2")
     ns_pv["spec"]["csi"]["volumeAttributes"]["radosNamespace"] = "tenant-a"

@@ -12,8 +12,8 @@ import datetime
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose import diagnose
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
     FIELD_SELECTORS,
     POD_WARNINGS,
     PODS_NOT_STARTED,
@@ -26,8 +26,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import 
     pods_named_by_warnings,
     slim,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import resource_path
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import resource_path
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     down_node_volumes,
     failover_preflight,
     failover_volumes,

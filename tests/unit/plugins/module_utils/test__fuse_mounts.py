@@ -5,7 +5,7 @@ __metaclass__ = type
 
 import errno
 
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.mounts import (
     classify,
     find_csi_fuse_mounts,
     parse_mountinfo,

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.mounts import (
     check_kubelet_dir,
     find_csi_fuse_mounts,
     unmatched_drivers,

@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.volfence.csi.plugins.module_utils._inputs import FileChecks, check_inputs, message
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import FileChecks, check_inputs, message
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 PLAYBOOKS = os.path.join(REPO, 'playbooks')
@@ -119,7 +119,7 @@ def test_failed_node_or_failed_nodes_exactly_one_and_the_plays_get_a_list(tmp_pa
 def test_list_inputs_reach_the_plays_as_lists_under_their_own_name(tmp_path):
     """An extra var keeps its precedence over the checked value: -e failed_nodes=node-b,node-c stays text
     under failed_nodes, so the plays read volfence_failed_nodes, always a list."""
-    from ansible_collections.volfence.csi.plugins.module_utils._inputs import handed  # pylint: disable=import-outside-toplevel
+    from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import handed  # pylint: disable=import-outside-toplevel
     spec = SPECS['node_failover']
     values, problems = check_inputs('node_failover', spec, {'failed_nodes': 'node-b,node-c',
                                                             'report_dir': str(tmp_path)}, CONTEXT)
@@ -255,7 +255,7 @@ def test_the_published_surveys_are_generated_from_the_specs():
 def test_every_survey_answer_passes_the_playbook_checks(playbook):
     """AWX sends survey answers as extra vars: strings for text and multiple choice, numbers for
     integers, '' for an unanswered optional text. Each default answer, and each choice, passes."""
-    from ansible_collections.volfence.csi.plugins.module_utils._inputs import survey_spec  # pylint: disable=import-outside-toplevel
+    from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import survey_spec  # pylint: disable=import-outside-toplevel
     survey = survey_spec(playbook, SPECS[playbook])
     assert survey['spec'], 'a playbook without questions'
     answers = dict(REQUIRED[playbook])

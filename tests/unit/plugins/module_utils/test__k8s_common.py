@@ -16,8 +16,8 @@ try:
 except ImportError:  # pragma: no cover
     pass
 
-from ansible_collections.volfence.csi.plugins.module_utils import _k8s_common
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s import common as _k8s_common
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8S_COMMON_SPEC,
     K8sApiError,
     K8sConnectionError,

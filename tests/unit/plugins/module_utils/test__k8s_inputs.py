@@ -12,7 +12,7 @@ import socket
 
 import urllib3
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import kubeconfig_problem, transport_reason
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import kubeconfig_problem, transport_reason
 
 
 def test_kubeconfig_problems(tmp_path):

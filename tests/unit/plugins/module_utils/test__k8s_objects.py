@@ -10,7 +10,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     age_seconds,
     check_object_name,
     describe,

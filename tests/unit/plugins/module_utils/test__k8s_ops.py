@@ -9,13 +9,13 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sApiError,
     K8sConnectionError,
     K8sError,
     resource_path,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
     EACH_LIMIT,
     count_message,
     get_each,

@@ -3,7 +3,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_preflight import replacement_pods
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import replacement_pods
 
 
 def pod(name, generate=None, phase='Running', deleting=False):

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import (
     CREATE,
     DELETE,
     NONE,

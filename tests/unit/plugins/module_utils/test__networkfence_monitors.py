@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sRefused
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sRefused
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import (
     build_requests,
     csi_monitors,
     parse_monitor,

@@ -8,15 +8,15 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sNotInstalled, K8sRefused
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sNotInstalled, K8sRefused
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import (
     CREATE,
     NONE,
     UNFENCE_DELETE,
     UPDATE,
     build_requests,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
     SERVED,
     Controller,

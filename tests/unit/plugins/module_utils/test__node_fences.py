@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""plugins/module_utils/_node_fences.py on its own (standard library only, so also on the target
+"""plugins/module_utils/_decisions/node_fences.py on its own (standard library only, so also on the target
 Pythons). The generated-cluster properties and the equivalence with the retired Jinja template are
 controller tests: tests/unit/plugins/filter/test_node_fences_plan.py."""
 from __future__ import absolute_import, division, print_function
@@ -10,7 +10,7 @@ import hashlib
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils import _node_fences as nf
+from ansible_collections.volfence.csi.plugins.module_utils._decisions import node_fences as nf
 
 OURS = {nf.MANAGED_BY_LABEL: nf.MANAGED_BY, nf.SET_LABEL: 'default'}
 

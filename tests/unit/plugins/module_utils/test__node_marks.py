@@ -11,7 +11,7 @@ __metaclass__ = type
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.volfence.csi.plugins.module_utils._node_marks import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.node_marks import (
     OUT_OF_SERVICE_TAINT,
     NodeMarks,
     changed_marks,
@@ -20,7 +20,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._node_marks import (
     marks_of,
     marks_patch,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._safety import MARKER_ANNOTATION
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import MARKER_ANNOTATION
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, merge
 
 OTHER_TAINT = {'key': 'node.kubernetes.io/unreachable', 'effect': 'NoExecute'}

@@ -8,12 +8,12 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sApiError,
     K8sConnectionError,
     K8sError,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._pods import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.pods import (
     ABSENT,
     FAILED,
     RETRY,

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Example-based tests of the safety decision layer (plugins/module_utils/_safety.py, issue 11).
+"""Example-based tests of the safety decision layer (plugins/module_utils/_decisions/safety.py, issue 11).
 
 Each test names the situation of issue 11 (items 1-6) or the invariant (I1-I6 of docs/safety.md)
 it proves. Kubernetes objects are plain dicts as the API returns them; watchers, locks, blocklist
@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     MARKER_ANNOTATION,
     ClusterView,
     failover_marker,
@@ -842,6 +842,18 @@ def test_each_node_gets_its_own_networkfence_and_marker_and_recovers_alone():
     assert lifted['refused'] is None
     assert lifted['remove_addresses'] == ['10.0.0.12:0/1']
     assert [k['entry'] for k in lifted['kept'] if 'entry' in k] in ([], ['10.0.0.13:0/2'])
+
+
+def test_no_marker_when_nothing_is_fenced_for_any_node():
+    nodes, _leases = cluster()
+    assert failover_markers(nodes, RACK, {'node-b': [], 'node-c': []}, [], 'T') == {}
+    assert failover_markers(nodes, RACK, None, None, 'T') == {}
+    # one node's fence is enough for every failed node to be recorded, as before
+    markers = failover_markers(nodes, RACK, {'node-b': ['10.0.0.12:0/1'], 'node-c': []}, [], 'T')
+    assert sorted(markers) == ['node-b', 'node-c']
+    assert json.loads(markers['node-c'])['blocklist'] == []
+    fences = [dict(node='node-c', name='pre-c', cidrs=['10.0.0.13/32'], create=False)]
+    assert json.loads(failover_markers(nodes, RACK, {}, fences, 'T')['node-c'])['networkfences'] == ['pre-c']
 
 
 def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():

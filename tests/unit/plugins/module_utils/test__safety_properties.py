@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Property-based tests of the safety decision layer (plugins/module_utils/_safety.py, issue 11).
+"""Property-based tests of the safety decision layer (plugins/module_utils/_decisions/safety.py, issue 11).
 
 Hypothesis generates small cluster states: nodes listing shared, IPv6, IPv4-mapped (written
 ::ffff:a.b.c.d, 0:0:0:0:0:ffff:xxxx:xxxx or a.b.c.d depending on the place) or no addresses, of any
@@ -25,7 +25,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     INLINE_VOLUME_KINDS,
     failover_volumes,
     fence_cidrs,

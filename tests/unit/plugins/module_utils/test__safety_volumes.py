@@ -12,8 +12,8 @@ import datetime
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose import table
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import table
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     down_node_volumes,
     failover_volumes,
     fence_plan,

@@ -11,13 +11,14 @@ import hashlib
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import (
     DELETE,
     REMOVE_FINALIZER,
     SKIP,
     WAIT,
     assess,
     attacher_finalizer,
+    cleanup_plan,
     kubelet_volume_names,
     volume_in_use,
     attachment_name,
@@ -324,3 +325,29 @@ def test_i5_an_attachment_whose_volume_cannot_be_named_is_kept_while_its_driver_
     assert 'cannot be told' in report['protected'] and plan_delete(report, False, True, 0)[0] == SKIP
     report = run(pv_obj=None, node_obj=node(in_use=['kubernetes.io/csi/other.driver^x']), pods=[])
     assert report['volume_in_use'] is False and report['protected'] is None and report['stale']
+
+
+def _entry(name, node, stale, shape=False):
+    return dict(name=name, node=node, stale=stale, stale_reasons=['node_gone'] if stale else [],
+                attachment_name_collision=dict(volume_has_attachment_name_shape=shape, explanation='why ' + name))
+
+
+def test_cleanup_plan_deletes_only_stale_attachments_to_other_nodes():
+    entries = [_entry('va-own', 'node-a', True), _entry('va-stale', 'node-b', True),
+               _entry('va-live', 'node-c', False), 'not an entry']
+    plan = cleanup_plan(entries, 'node-a')
+    assert [va['name'] for va in plan['stale']] == ['va-stale']
+    assert [va['name'] for va in plan['kept']] == ['va-live']
+    assert plan['collisions'] == []
+
+
+def test_cleanup_plan_reports_every_collision_even_on_the_pods_own_node():
+    plan = cleanup_plan([_entry('va-own', 'node-a', False, shape=True), _entry('va-b', 'node-b', True, shape=True)],
+                        'node-a')
+    assert [c['explanation'] for c in plan['collisions']] == ['why va-own', 'why va-b']
+    assert [va['name'] for va in plan['stale']] == ['va-b']
+
+
+def test_cleanup_plan_of_an_unscheduled_pod_and_of_nothing():
+    assert cleanup_plan([_entry('va-b', 'node-b', False)], '')['kept'][0]['name'] == 'va-b'
+    assert cleanup_plan(None, 'node-a') == dict(stale=[], kept=[], collisions=[])

@@ -8,8 +8,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sRefused
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment_ops import VolumeAttachments
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sRefused
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.volumeattachment_ops import VolumeAttachments
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
     VA0,
     VA1,

@@ -13,8 +13,8 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephConnectionError
+from ansible_collections.volfence.csi.plugins.module_utils._ceph import client as _ceph_client
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import CephConnectionError
 from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, ceph_blocklist_info, rbd_lock, rbd_lock_info, rbd_watchers_info
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import FakeCluster
 

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import Request, check_removal
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephRefused, check_expire
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import Request, check_removal
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import CephRefused, check_expire
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
 from ansible_collections.volfence.csi.plugins.modules import ceph_blocklist, rbd_lock, rbd_watchers_info
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.test_ceph_blocklist import run

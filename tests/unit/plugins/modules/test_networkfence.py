@@ -13,7 +13,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence_ops import NetworkFences
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 from ansible_collections.volfence.csi.plugins.modules import networkfence, networkfence_info
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import Controller, api_for
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import networkfence_cluster as cluster

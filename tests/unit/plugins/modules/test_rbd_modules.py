@@ -15,8 +15,8 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.volfence.csi.plugins.module_utils import _ceph_client
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import CephCommandError, CephNotFoundError
+from ansible_collections.volfence.csi.plugins.module_utils._ceph import client as _ceph_client
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import CephCommandError, CephNotFoundError
 from ansible_collections.volfence.csi.plugins.modules import rbd_lock, rbd_lock_info, rbd_watchers_info
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import (

@@ -13,7 +13,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.volfence.csi.plugins.module_utils import _volumeattachment_ops
+from ansible_collections.volfence.csi.plugins.module_utils._k8s import volumeattachment_ops as _volumeattachment_ops
 from ansible_collections.volfence.csi.plugins.modules import volumeattachment, volumeattachment_info
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
     VA0,
@@ -195,7 +195,7 @@ def test_a_node_that_names_nothing_is_a_loud_warning(monkeypatch, capsys, module
 
 def many(fake, count, node='node-b'):
     """`count` more stale attachments on node-b (NotReady), each of its own PV; their names."""
-    from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import attachment_name
+    from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import attachment_name
     names = []
     for i in range(count):
         pv = 'pv-m%d' % i

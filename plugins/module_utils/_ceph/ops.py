@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import errno
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import (
     Request,
     check_removal,
     check_safety,
@@ -25,14 +25,14 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_blocklist impor
     predict_after,
     sorted_entries,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_client import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     DEFAULT_IMAGE_WORKERS,
     DEFAULT_WORKERS,
     blocklist_change_command,
     blocklist_ls_command,
     dump_command,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     AddressMatcher,
     CephCommandError,
     CephError,
@@ -43,7 +43,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     json_documents,
     parse_addr,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_rbd import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     describe_locks,
     exclusive_lock_owners,
     image_report,

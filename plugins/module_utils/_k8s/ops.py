@@ -20,7 +20,7 @@ tests/unit/plugins/module_utils/test__k8s_ops.py.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     RETRYABLE_STATUSES,
     K8sApiError,
     K8sConnectionError,

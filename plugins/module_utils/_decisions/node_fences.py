@@ -23,8 +23,8 @@ import hashlib
 import json
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence import normalize_cidrs
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import node_addresses
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import normalize_cidrs
 
 MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
 MANAGED_BY = 'volfence.csi.node_fences'

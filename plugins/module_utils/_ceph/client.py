@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import threading
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CephCommandError,
     CephConnectionError,
     CephError,
@@ -37,7 +37,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     errno_name,
     stderr_summary,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_versions import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.versions import (
     bindings_client_version,
     client_info,
     cluster_info,
@@ -380,7 +380,7 @@ class _Base(object):
         return dict(client=self.client_version(), cluster=cluster_info(error='not connected: %s' % error))
 
     def mon_json(self, command, what=None):
-        from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import json_document
         outbuf, _outs = self.mon(command)
         return json_document(outbuf, what or command.describe(), empty={})
 
@@ -660,7 +660,7 @@ class CliBackend(_Base):
             raise
 
     def inspect_image(self, spec, metadata=True):
-        from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import json_document
         out, _err = self.run_image(spec, rbd_args(['status'], [str(spec)], ['--format', 'json']),
                                    'rbd status %s' % spec)
         status = json_document(out, 'rbd status %s' % spec, empty={})
@@ -673,7 +673,7 @@ class CliBackend(_Base):
         return result
 
     def image_locks(self, spec):
-        from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import json_document
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import json_document
         out, _err = self.run_image(spec, rbd_args(['lock', 'ls'], [str(spec)], ['--format', 'json']),
                                    'rbd lock ls %s' % spec)
         listed = json_document(out, 'rbd lock ls %s' % spec, empty=[])

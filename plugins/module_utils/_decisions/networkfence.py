@@ -46,12 +46,12 @@ import json
 import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._addresses import parse_network
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     check_object_name,
     node_addresses,
     node_ready,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     network_contains,
     normalize_ip,
     normalize_network,

@@ -39,7 +39,7 @@ __metaclass__ = type
 import hashlib
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     OUT_OF_SERVICE_TAINT,
     age_seconds,
     has_taint,
@@ -333,6 +333,25 @@ def matches(va, name=None, persistent_volume=None, node=None, attacher=None):
             and (persistent_volume is None or (spec.get('source') or {}).get('persistentVolumeName') == persistent_volume)
             and (node is None or spec.get('nodeName') == node)
             and (attacher is None or spec.get('attacher') == attacher))
+
+
+def cleanup_plan(attachments, pod_node):
+    """What the volumeattachment_cleanup playbook deletes, from the volumeattachment_info entries of the
+    stuck pod's volumes: {stale: those to another node than the pod's that assess() found stale (the
+    module deletes them with only_stale, re-assessing each: I5), kept: the other ones to another node
+    (reported, not touched), collisions: the attachment-name collision reports of volumes whose unique
+    name has the attachment-name shape}. Attachments to the pod's own node are its own: never listed."""
+    stale, kept, collisions = [], [], []
+    for va in attachments or []:
+        if not isinstance(va, dict):
+            continue
+        collision = va.get('attachment_name_collision') or {}
+        if collision.get('volume_has_attachment_name_shape'):
+            collisions.append(collision)
+        if va.get('node') == pod_node:
+            continue
+        (stale if va.get('stale') else kept).append(va)
+    return dict(stale=stale, kept=kept, collisions=collisions)
 
 
 # --------------------------------------------------------------------------- deleting

@@ -14,13 +14,13 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     age_seconds,
     node_addresses,
     node_ready,
     parse_kube_version,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import (
     collision_version_affected,
     has_attachment_name_shape,
     unique_volume_name,

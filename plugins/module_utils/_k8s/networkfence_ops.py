@@ -17,19 +17,19 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sApiError,
     K8sError,
     K8sNotInstalled,
     K8sRefused,
     resource_path,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
     read_named,
     wait_until_settled,
     write_with_reread,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._networkfence import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import (
     ADDONS_NODES,
     CLASSES,
     CREATE,
@@ -59,7 +59,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._networkfence import 
     same_cidrs,
     unchecked_monitors,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._node_fences import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     SET_LABEL,

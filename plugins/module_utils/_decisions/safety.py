@@ -18,12 +18,12 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose import pv_rbd_image
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import pv_rbd_image
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     age_seconds,
     node_ready,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import names_rbd_image, pod_claims
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import names_rbd_image, pod_claims
 
 # --------------------------------------------------------------------------- addresses (I1, I2)
 
@@ -361,11 +361,14 @@ def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
 def failover_markers(nodes, failed_node, blocklisted_by_node=None, networkfences=None, fenced_at=None):
     """The marker of each failed node (failover_marker() text), from the fence plan's `by_node` and
     the NetworkFences set (networkfence_plan() entries, each with its node): each node records only
-    what was fenced for it, so node_recover lifts each node's fences when that node is back (I2, I3)."""
+    what was fenced for it, so node_recover lifts each node's fences when that node is back (I2, I3).
+    Nothing fenced for any node: no markers, as there is nothing for node_recover to lift."""
     by_name = dict((_name(n), n) for n in nodes or [] if isinstance(n, dict))
     fences = {}
     for fence in networkfences or []:
         fences.setdefault(fence.get('node'), []).append(fence.get('name'))
+    if not fences and not any((blocklisted_by_node or {}).values()):
+        return {}
     return dict((node, failover_marker(by_name.get(node) or {}, (blocklisted_by_node or {}).get(node) or [],
                                        fences.get(node) or [], fenced_at))
                 for node in failed_set(failed_node))

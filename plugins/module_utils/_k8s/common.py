@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover (Python 2 is not supported, this keeps t
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import describe, object_ref
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import describe, object_ref
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_API_RETRIES,

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import ipaddress
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CephAddr,
     CephParseError,
     CephRefused,
@@ -22,7 +22,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
     parse_ceph_time,
     parse_cidr,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     network_contains,
     normalize_ip,
     normalize_network,

@@ -11,7 +11,7 @@ import difflib
 import fnmatch
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._ceph_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     AddressMatcher,
     parse_addr,
     parse_addr_or_network,

@@ -20,10 +20,10 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sError, resource_path
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import count_message, write_with_reread
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, resource_path
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import count_message, write_with_reread
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
-from ansible_collections.volfence.csi.plugins.module_utils._safety import MARKER_ANNOTATION
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import MARKER_ANNOTATION
 
 OUT_OF_SERVICE_KEY = 'node.kubernetes.io/out-of-service'
 OUT_OF_SERVICE_TAINT = {'key': OUT_OF_SERVICE_KEY, 'value': 'nodeshutdown', 'effect': 'NoExecute'}

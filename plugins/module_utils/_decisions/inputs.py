@@ -303,3 +303,46 @@ def survey_spec(playbook, entry):
                 question['question_description'] += ' Comma-separated.'
         questions.append(question)
     return dict(name=playbook.replace('_', ' '), description=entry.get('short_description', ''), spec=questions)
+
+
+# The formats of the csi_addons role's variables that its argument spec cannot express.
+CSI_ADDONS_FORMATS = (
+    ('csi_addons_manifest_source', re.compile(r'(https?://\S+|/\S*)\Z'), False,
+     'must be an http(s):// URL or an absolute directory'),
+    ('csi_addons_namespace', re.compile(r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z'), False, 'must be a DNS label'),
+    ('csi_addons_deployment', re.compile(r'[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z'), False,
+     'must be a DNS subdomain'),
+    ('csi_addons_image_registry', re.compile(r'[^\s/:@]+(:[0-9]+)?(/[^\s:@]+)*\Z'), True,
+     'must be host[:port][/path], without tag'),
+    ('csi_addons_image_tag', re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z'), True, 'must be an image tag'),
+)
+
+
+def _integer(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def csi_addons_problems(role_vars):
+    """Every problem of the csi_addons role's variables (csi_addons_*) that its argument spec cannot
+    express: formats, bounds and relations. Types are the argument spec's: it runs first."""
+    v = dict(role_vars or {})
+    problems = []
+    for name, pattern, may_be_empty, rule in CSI_ADDONS_FORMATS:
+        value = v.get(name)
+        if may_be_empty and value in (None, ''):
+            continue
+        if not isinstance(value, str) or not pattern.match(value):
+            problems.append('%s %s (got %s)' % (name, rule, json.dumps(value)))
+        if name == 'csi_addons_manifest_source' and not v.get('csi_addons_manifest_files'):
+            problems.append('csi_addons_manifest_files must not be empty')
+    wait_timeout, manifest_timeout = _integer(v.get('csi_addons_wait_timeout')), _integer(v.get('csi_addons_manifest_timeout'))
+    if wait_timeout is None or wait_timeout < 0:
+        problems.append('csi_addons_wait_timeout must be 0 or more')
+    if manifest_timeout is None or manifest_timeout <= 0:
+        problems.append('csi_addons_manifest_timeout must be more than 0')
+    if check_type_bool(v.get('csi_addons_force', False)) and not check_type_bool(v.get('csi_addons_remove_crds', False)):
+        problems.append('csi_addons_force only applies with csi_addons_remove_crds=true')
+    return problems

@@ -32,21 +32,21 @@ __metaclass__ = type
 import datetime
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
     FUSE_DEAD,
     diagnose,
     stuck_pods,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import node_addresses, node_ready
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import get_each
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import node_addresses, node_ready
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import get_each
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     LEASE_NAMESPACE,
     down_node_volumes,
     failed_set,
     failover_preflight,
     failover_volumes,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import pod_claims
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import pod_claims
 
 # Pods that have not started: Pending (and Unknown, a pod whose node stopped reporting).
 PODS_NOT_STARTED = 'status.phase!=Running,status.phase!=Succeeded,status.phase!=Failed'

@@ -19,21 +19,21 @@ __metaclass__ = type
 import difflib
 import time
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sApiError,
     K8sError,
     K8sRefused,
     resource_path,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
     list_grouped,
     read_named,
     wait_until_settled,
     write_with_reread,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import parse_kube_version, utcnow
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import parse_kube_version, utcnow
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import (
     DELETE,
     REMOVE_FINALIZER,
     SKIP,

@@ -7,7 +7,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.volfence.csi.plugins.module_utils._fuse_mounts import (
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.mounts import (
     check_kubelet_dir,
     find_csi_fuse_mounts,
     unmatched_drivers,

@@ -22,18 +22,18 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.volfence.csi.plugins.module_utils._diagnose_k8s import DEFAULT_PAGE, check_namespace
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_common import K8sApiError, K8sError, resource_path
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_ops import (
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import DEFAULT_PAGE, check_namespace
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sApiError, K8sError, resource_path
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
     count_message,
     is_retryable_write_error,
     list_grouped,
     wait_until_settled,
     write_with_reread,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s_objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
-from ansible_collections.volfence.csi.plugins.module_utils._volumeattachment import pod_claims
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import pod_claims
 
 POD_KIND = 'Pod'
 

@@ -24,7 +24,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._addresses import (
     parse_network,
     quoted,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     normalize_ip,
     normalize_network,
 )
