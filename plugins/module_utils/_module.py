@@ -51,8 +51,33 @@ def type_error_in_user_words(msg, params=None):
     return text + '; nothing was changed'
 
 
+def overflowing_options(params, argument_spec):
+    """The top-level int options whose value is a number too large for an integer ("INF", "1e999"):
+    newer cores let OverflowError out of their int conversion instead of a type error."""
+    names = []
+    for name, spec in (argument_spec or {}).items():
+        value = (params or {}).get(name)
+        if (spec or {}).get('type') == 'int' and isinstance(value, (str, float)):
+            try:
+                int(float(value))
+            except OverflowError:
+                names.append(name)
+            except ValueError:
+                pass
+    return names
+
+
 class VolfenceModule(AnsibleModule):
     """AnsibleModule whose failure messages never show ansible-core's type internals."""
+
+    def __init__(self, *args, **kwargs):
+        try:
+            AnsibleModule.__init__(self, *args, **kwargs)
+        except OverflowError:
+            spec = kwargs.get('argument_spec', args[0] if args else {})
+            names = overflowing_options(getattr(self, 'params', None), spec) or ['an option']
+            self.fail_json(msg='%s must be %s, got %s; nothing was changed' % (
+                names[0], TYPE_WORDS['int'], _show((self.params or {}).get(names[0]))))
 
     def fail_json(self, msg, **kwargs):  # pylint: disable=arguments-differ
         AnsibleModule.fail_json(self, type_error_in_user_words(msg, getattr(self, 'params', None)), **kwargs)

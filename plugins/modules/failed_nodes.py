@@ -19,7 +19,13 @@ description:
     The C(volfence.csi.node_failover) playbook runs it after every read and before fencing, so that a run
     cut off while fencing leaves on each node what C(node_recover) has to lift (invariants I2 and I3 of
     docs/safety.md).
-  - With O(state=absent), removes the record and, when O(out_of_service_taint=true), the out-of-service taint.
+  - With O(state=absent), removes the record and, when O(out_of_service_taint=true), the out-of-service taint
+    this collection added. An out-of-service taint someone else set (medik8s Self Node Remediation or Fence Agents
+    Remediation, a cloud controller, a person) is left alone and returned in RV(others_taint_nodes), unless
+    O(remove_others_taint=true).
+  - The collection tells its own taint by the annotation C(volfence.csi/out-of-service-taint), written in the same
+    PATCH that adds the taint. A node that already carries someone else's out-of-service taint is not tainted again,
+    and that taint stays theirs.
   - One read and at most one PATCH per node, O(parallel) nodes at a time. A node that already carries what is
     asked is not written; a second run changes nothing.
   - A patch that changes the taints carries the node's C(resourceVersion), so a node changed meanwhile is read
@@ -72,6 +78,12 @@ options:
         detaches their volumes without waiting for the kubelet; use it only for a node that is powered off.
     type: bool
     default: false
+  remove_others_taint:
+    description:
+      - With O(state=absent) and O(out_of_service_taint=true), also remove an out-of-service taint that this
+        collection did not add. Only once whoever set it is done with the node (see RV(others_taint_nodes)).
+    type: bool
+    default: false
   parallel:
     description:
       - How many nodes are read and written at once.
@@ -94,11 +106,16 @@ EXAMPLES = r'''
     nodes: [worker2]
     out_of_service_taint: true
 
-- name: The node is back, its fences lifted - remove the record and the taint
+- name: The node is back, its fences lifted - remove the record and the taint node_failover added
   volfence.csi.failed_nodes:
     nodes: [worker2]
     state: absent
     out_of_service_taint: true
+  register: lifted
+
+- name: Say whose out-of-service taints were left
+  ansible.builtin.debug:
+    msg: "left to their owner: {{ lifted.others_taint_nodes }}"
 '''
 
 RETURN = r'''
@@ -142,6 +159,14 @@ record_changed_nodes:
   type: list
   elements: str
   sample: [worker2]
+others_taint_nodes:
+  description: The nodes that carry, after the run, an out-of-service taint this collection did not add (in check
+    mode, would carry). Someone else remediates them; the module leaves their taint alone unless
+    O(remove_others_taint=true).
+  returned: always
+  type: list
+  elements: str
+  sample: [worker5]
 missing_nodes:
   description: The nodes that do not exist. With O(state=present) the module fails when there is any.
   returned: always
@@ -156,11 +181,13 @@ failures:
   elements: dict
   sample: [{name: worker4, error: "403 Forbidden: nodes \"worker4\" is forbidden"}]
 diff:
-  description: Each changed node's C(record) and C(out_of_service_taint), before and after.
+  description: Each changed node's C(record), C(out_of_service_taint) and C(out_of_service_taint_by)
+    (V(volfence.csi), V(other) or null), before and after.
   returned: when diff mode is on
   type: dict
-  sample: {before: {worker2: {record: null, out_of_service_taint: false}},
-           after: {worker2: {record: '{"bootID": "..."}', out_of_service_taint: true}}}
+  sample: {before: {worker2: {record: null, out_of_service_taint: false, out_of_service_taint_by: null}},
+           after: {worker2: {record: '{"bootID": "..."}', out_of_service_taint: true,
+                             out_of_service_taint_by: volfence.csi}}}
 '''
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
@@ -176,6 +203,7 @@ def main():
             state=dict(type='str', default='present', choices=['present', 'absent']),
             records=dict(type='dict', default={}),
             out_of_service_taint=dict(type='bool', default=False),
+            remove_others_taint=dict(type='bool', default=False),
             parallel=dict(type='int', default=16),
         ),
         supports_check_mode=True,
@@ -193,7 +221,8 @@ def main():
     if names and (records or p['out_of_service_taint'] or p['state'] == 'absent'):
         try:
             out = NodeMarks(connect(module), workers=p['parallel']).run(
-                names, p['state'], records, p['out_of_service_taint'], module.check_mode)
+                names, p['state'], records, p['out_of_service_taint'], module.check_mode,
+                remove_others_taint=p['remove_others_taint'])
         except K8sError as exc:
             module.fail_json(**exc.fail_kwargs())
     taint_changed, record_changed = changed_marks(out['marks'])
@@ -201,6 +230,8 @@ def main():
                   missing_nodes=out['missing'], failures=out['failures'],
                   taint_changed_nodes=taint_changed, record_changed_nodes=record_changed,
                   tainted_nodes=sorted(n for n, m in out['marks'].items() if m['after']['out_of_service_taint']),
+                  others_taint_nodes=sorted(n for n, m in out['marks'].items()
+                                            if m['after']['out_of_service_taint_by'] == 'other'),
                   recorded_nodes=sorted(n for n, m in out['marks'].items()
                                         if records.get(n) is not None and m['after']['record'] == records[n]))
     if module._diff:

@@ -148,6 +148,19 @@ node_addresses:
   returned: success
   type: dict
   sample: {worker1: [10.0.0.1], worker2: [10.0.0.2]}
+other_remediators:
+  description:
+    - What others did on the named nodes to remediate them, by node (only nodes with any), each with C(mark)
+      (the taint or label), C(by) (who sets it), C(since) (the taint's C(timeAdded)) and C(note) (what follows).
+    - An out-of-service taint this collection did not add (a remediation operator, a cloud controller, a person),
+      medik8s' C(medik8s.io/remediation) taint (Self Node Remediation, Fence Agents Remediation) and
+      NodeHealthCheck's C(remediation.medik8s.io/exclude-from-remediation) label. The collection never removes
+      them unless told.
+  returned: success
+  type: dict
+  sample: {worker2: [{mark: "taint medik8s.io/remediation=self-node-remediation:NoExecute",
+                      by: medik8s Self Node Remediation, since: "2026-11-26T00:59:00Z",
+                      note: a medik8s remediation of this node is under way; it lifts its own taint}]}
 nodes:
   description: Every Node object, without C(managedFields) and the image list.
   returned: success

@@ -637,7 +637,8 @@ def main():
         else:
             requests = build_requests(p)
     except ValueError as exc:
-        module.fail_json(msg='%s. Nothing was changed.' % exc)
+        text = str(exc)  # check_range already says that nothing was changed
+        module.fail_json(msg=text if text.endswith('nothing was changed') else '%s. Nothing was changed.' % text)
 
     fences = None
     planned = None

@@ -111,7 +111,7 @@ def coerce(name, value, option):
         return None, '%s is not %s' % (_show(value), TYPE_WORDS[kind])
     try:
         converted = CHECKERS[kind](value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ArithmeticError):  # 'INF' as an int: newer cores raise OverflowError
         return None, '%s is not %s' % (_show(value), TYPE_WORDS.get(kind, kind))
     if kind == 'list' and option.get('elements'):
         items = []

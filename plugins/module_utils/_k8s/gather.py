@@ -39,6 +39,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose i
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import node_addresses, node_ready
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import get_each
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import other_remediators_by_node
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     LEASE_NAMESPACE,
     down_node_volumes,
@@ -258,7 +259,8 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
 
     Returns server_version, missing (the names no node has), nodes, leases, pods (slimmed),
     objects (the claims, PVs and VolumeAttachments read, slimmed), preflight (_safety.failover_preflight), volumes (_safety.failover_volumes), images (the RBD
-    images of those volumes), node_addresses and listed (objects read per kind). Fed the whole
+    images of those volumes), node_addresses, listed (objects read per kind) and other_remediators (what
+    others did on the failed nodes to remediate them, _decisions/remediators.py). Fed the whole
     cluster's lists, failover_preflight and failover_volumes give the same answer (unit-tested)."""
     failed = failed_set(names)
     version = (api.server_version() or {}).get('gitVersion')
@@ -296,4 +298,5 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
                 objects=dict(pvcs=[slim(c) for c in pvcs], pvs=[slim(v) for v in pvs],
                              volumeattachments=[slim(va) for va in vas]),
                 preflight=failover_preflight(failed, nodes, leases, lease_grace, force, now),
-                volumes=joined, images=images, node_addresses=addresses_by_node(nodes), listed=listed)
+                volumes=joined, images=images, node_addresses=addresses_by_node(nodes), listed=listed,
+                other_remediators=other_remediators_by_node(nodes, failed))

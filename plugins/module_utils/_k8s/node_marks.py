@@ -7,7 +7,9 @@
 Two marks, one PATCH per node, all nodes in parallel (the failed_nodes module):
 * the failover's record, annotation volfence.csi/failover (_safety.failover_marker text): what was
   fenced for the node and its bootID, written before fencing (I2, I3);
-* the node.kubernetes.io/out-of-service:NoExecute taint (non-graceful node shutdown), when asked.
+* the node.kubernetes.io/out-of-service:NoExecute taint (non-graceful node shutdown), when asked,
+  with the annotation volfence.csi/out-of-service-taint that says the collection added it, so that
+  node_recover never removes a taint someone else set (_decisions/remediators.py), unless told.
 
 ``marks_patch`` is the pure decision: the merge patch that brings a node to the wanted marks, or
 None when it has them. A patch that changes the taints carries the node's resourceVersion (a
@@ -23,43 +25,53 @@ import time
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, resource_path
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import count_message, write_with_reread
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+    OUT_OF_SERVICE_TAINT as OUT_OF_SERVICE_KEY, is_out_of_service, merge_patch_applied)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import (
+    OWN_TAINT_ANNOTATION, out_of_service_owner)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import MARKER_ANNOTATION
 
-OUT_OF_SERVICE_KEY = 'node.kubernetes.io/out-of-service'
 OUT_OF_SERVICE_TAINT = {'key': OUT_OF_SERVICE_KEY, 'value': 'nodeshutdown', 'effect': 'NoExecute'}
+OWN_TAINT_NOTE = 'added by volfence.csi node_failover; node_recover removes it'
 
 
-def _is_out_of_service(taint):
-    # Kubernetes matches this taint by key and effect; its value is free text.
-    return isinstance(taint, dict) and taint.get('key') == OUT_OF_SERVICE_KEY and taint.get('effect') == 'NoExecute'
-
-
-def marks_patch(node, state, record=None, taint=False):
+def marks_patch(node, state, record=None, taint=False, remove_others_taint=False):
     """(patch, changes) for `node` (a Node object): the JSON merge patch that brings it to `state`, or
     (None, []) when it is there already. `changes` names what the patch does, in words.
 
     present: the annotation set to `record` (when a record is given), the out-of-service taint
-    added (when `taint`). absent: the annotation removed, and the taint removed (when `taint`)."""
+    added (when `taint`) with the annotation that says it is ours, in the same patch; a taint
+    someone else set is left as it is (and stays theirs). absent: the record removed; with `taint`,
+    our out-of-service taint removed, and someone else's only with `remove_others_taint`."""
     if state not in ('present', 'absent'):
         raise ValueError('state must be present or absent, not %r' % (state,))
     metadata = node.get('metadata') or {}
     annotations = metadata.get('annotations') or {}
     taints = list((node.get('spec') or {}).get('taints') or [])
-    patch, changes = {}, []
+    tainted = any(is_out_of_service(t) for t in taints)
+    ours = OWN_TAINT_ANNOTATION in annotations
+    patch, changes, notes = {}, [], {}
     if state == 'present':
         if record is not None and annotations.get(MARKER_ANNOTATION) != record:
-            patch['metadata'] = {'annotations': {MARKER_ANNOTATION: record}}
+            notes[MARKER_ANNOTATION] = record
             changes.append('record %s' % ('replaced' if MARKER_ANNOTATION in annotations else 'written'))
-        if taint and not any(_is_out_of_service(t) for t in taints):
+        if taint and not tainted:
             patch['spec'] = {'taints': taints + [dict(OUT_OF_SERVICE_TAINT)]}
+            notes[OWN_TAINT_ANNOTATION] = OWN_TAINT_NOTE
             changes.append('out-of-service taint added')
     else:
         if MARKER_ANNOTATION in annotations:
-            patch['metadata'] = {'annotations': {MARKER_ANNOTATION: None}}
+            notes[MARKER_ANNOTATION] = None
             changes.append('record removed')
-        if taint and any(_is_out_of_service(t) for t in taints):
-            patch['spec'] = {'taints': [t for t in taints if not _is_out_of_service(t)]}
-            changes.append('out-of-service taint removed')
+        if taint and tainted and (ours or remove_others_taint):
+            patch['spec'] = {'taints': [t for t in taints if not is_out_of_service(t)]}
+            changes.append('out-of-service taint removed' if ours else "someone else's out-of-service taint removed")
+        if taint and ours:
+            notes[OWN_TAINT_ANNOTATION] = None
+            if not tainted:
+                changes.append('note of an out-of-service taint already gone removed')
+    if notes:
+        patch['metadata'] = {'annotations': notes}
     if not patch:
         return None, []
     if 'spec' in patch and metadata.get('resourceVersion'):
@@ -68,10 +80,12 @@ def marks_patch(node, state, record=None, taint=False):
 
 
 def marks_of(node):
-    """What a node carries of the two marks: {'record': text or None, 'out_of_service_taint': bool}."""
+    """What a node carries of the marks: {'record': text or None, 'out_of_service_taint': bool,
+    'out_of_service_taint_by': 'volfence.csi', 'other' or None}."""
     annotations = (node.get('metadata') or {}).get('annotations') or {}
     return dict(record=annotations.get(MARKER_ANNOTATION),
-                out_of_service_taint=any(_is_out_of_service(t) for t in (node.get('spec') or {}).get('taints') or []))
+                out_of_service_taint=any(is_out_of_service(t) for t in (node.get('spec') or {}).get('taints') or []),
+                out_of_service_taint_by=out_of_service_owner(node))
 
 
 def check_request(nodes, records):
@@ -105,16 +119,16 @@ class NodeMarks(object):
     def _path(self, name):
         return resource_path('', 'v1', 'nodes', name)
 
-    def _one(self, name, state, record, taint, check_mode):
+    def _one(self, name, state, record, taint, remove_others, check_mode):
         what = ('Node', name)
         node = self.api.get(self._path(name), what=what, missing_ok=True)
         if node is None:
             return dict(name=name, missing=True)
         before = marks_of(node)
-        patch, changes = marks_patch(node, state, record, taint)
+        patch, changes = marks_patch(node, state, record, taint, remove_others)
         if patch is None or check_mode:
             return dict(name=name, changes=changes, before=before,
-                        after=before if patch is None else _apply_marks(before, state, record, taint))
+                        after=before if patch is None else marks_of(merge_patch_applied(node, patch)))
         patch_now = [patch]
         gone = object()  # reread's answer when the node was deleted meanwhile
 
@@ -125,7 +139,7 @@ class NodeMarks(object):
             fresh = self.api.get(self._path(name), what=what, missing_ok=True)
             if fresh is None:
                 return gone
-            again, _changes = marks_patch(fresh, state, record, taint)
+            again, _changes = marks_patch(fresh, state, record, taint, remove_others)
             if again is None:  # the write went through before its answer was lost, or another did it
                 return fresh
             patch_now[0] = again
@@ -136,12 +150,13 @@ class NodeMarks(object):
             return dict(name=name, missing=True)
         return dict(name=name, changes=changes, before=before, after=marks_of(outcome))
 
-    def run(self, names, state, records=None, taint=False, check_mode=False):
+    def run(self, names, state, records=None, taint=False, check_mode=False, remove_others_taint=False):
         """{'changed': [{name, changes}], 'unchanged': [names], 'missing': [names],
         'failures': [{name, error}], 'marks': {name: {before, after}}}."""
         records = records or {}
         out = dict(changed=[], unchanged=[], missing=[], failures=[], marks={})
-        answers = run_parallel(lambda name: self._one(name, state, records.get(name), taint, check_mode),
+        answers = run_parallel(lambda name: self._one(name, state, records.get(name), taint, remove_others_taint,
+                                                      check_mode),
                                names, self.workers, errors=(K8sError,))
         for name, result, error in answers:
             if error is not None:
@@ -155,20 +170,6 @@ class NodeMarks(object):
                 else:
                     out['unchanged'].append(name)
         return out
-
-
-def _apply_marks(marks, state, record, taint):
-    after = dict(marks)
-    if state == 'present':
-        if record is not None:
-            after['record'] = record
-        if taint:
-            after['out_of_service_taint'] = True
-    else:
-        after['record'] = None
-        if taint:
-            after['out_of_service_taint'] = False
-    return after
 
 
 def changed_marks(marks):

@@ -12,6 +12,7 @@ taints and addresses, object names, the server version.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import copy
 import datetime
 import ipaddress
 import re
@@ -96,6 +97,24 @@ def node_taints(node):
 
 def has_taint(node, key):
     return any(t.get('key') == key for t in node_taints(node))
+
+
+def is_out_of_service(taint):
+    """The out-of-service taint as Kubernetes matches it: by key and NoExecute; its value is free text."""
+    return isinstance(taint, dict) and taint.get('key') == OUT_OF_SERVICE_TAINT and taint.get('effect') == 'NoExecute'
+
+
+def merge_patch_applied(target, patch):
+    """`target` with the JSON merge patch `patch` applied (RFC 7386), as the API server applies it."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch_applied(out.get(key), value)
+    return out
 
 
 def node_addresses(node):

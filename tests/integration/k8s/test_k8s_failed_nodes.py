@@ -41,7 +41,8 @@ def test_record_and_taint_many_nodes_then_lift_them(ansible, kube, nodes):
 
     preview = ansible.run("failed_nodes", args, check=True, diff=True)
     assert preview["_rc"] == 0 and preview["changed"], preview
-    assert preview["diff"]["after"][nodes[0]] == {"record": records[nodes[0]], "out_of_service_taint": True}
+    assert preview["diff"]["after"][nodes[0]] == {"record": records[nodes[0]], "out_of_service_taint": True,
+                                                  "out_of_service_taint_by": "volfence.csi"}
     assert all(marks(kube, n)["record"] is None and not marks(kube, n)["tainted"] for n in nodes)
 
     result = ansible.run("failed_nodes", args)
@@ -61,6 +62,36 @@ def test_record_and_taint_many_nodes_then_lift_them(ansible, kube, nodes):
     assert lifted["taint_changed_nodes"] == sorted(nodes) and lifted["record_changed_nodes"] == sorted(records)
     for name in nodes:
         assert marks(kube, name) == dict(record=None, tainted=False, others=[OTHER_TAINT], owner="ops")
+
+
+def test_someone_elses_taints_are_seen_and_left_alone_unless_told(ansible, kube, nodes):
+    """A person (or medik8s) tainted nodes[1] out-of-service, and Self Node Remediation is at work on it:
+    failed_nodes_info names both, the failover's taint call leaves it as it is, node_recover's lift keeps
+    it (and says so) while it lifts ours on nodes[0]; remove_others_taint=true removes it."""
+    theirs = {"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"}
+    snr = {"key": "medik8s.io/remediation", "value": "self-node-remediation", "effect": "NoExecute"}
+    kube.patch("/api/v1/nodes/" + nodes[1], {"spec": {"taints": [OTHER_TAINT, snr, theirs]}})
+
+    info = ansible.run("failed_nodes_info", {"nodes": nodes[:2], "volumes": False, "force": True})
+    assert info["_rc"] == 0, info
+    assert list(info["other_remediators"]) == [nodes[1]]
+    assert [m["by"] for m in info["other_remediators"][nodes[1]]] == [
+        "medik8s Self Node Remediation", "not volfence.csi (a remediation operator, a cloud controller or a person)"]
+
+    tainted = ansible.run("failed_nodes", {"nodes": nodes[:2], "out_of_service_taint": True})
+    assert tainted["_rc"] == 0 and tainted["taint_changed_nodes"] == [nodes[0]], tainted
+    assert tainted["others_taint_nodes"] == [nodes[1]]
+
+    lifted = ansible.run("failed_nodes", {"nodes": nodes[:2], "state": "absent", "out_of_service_taint": True})
+    assert lifted["_rc"] == 0 and lifted["taint_changed_nodes"] == [nodes[0]], lifted
+    assert lifted["others_taint_nodes"] == [nodes[1]]
+    assert not marks(kube, nodes[0])["tainted"] and marks(kube, nodes[1])["tainted"]
+    assert marks(kube, nodes[1])["others"] == [OTHER_TAINT, snr]
+
+    told = ansible.run("failed_nodes", {"nodes": [nodes[1]], "state": "absent", "out_of_service_taint": True,
+                                        "remove_others_taint": True})
+    assert told["_rc"] == 0 and told["taint_changed_nodes"] == [nodes[1]] and told["others_taint_nodes"] == [], told
+    assert marks(kube, nodes[1]) == dict(record=None, tainted=False, others=[OTHER_TAINT, snr], owner="ops")
 
 
 def test_one_node_failing_the_others_written_rerun_finishes(ansible, kube, emu, nodes):

@@ -142,3 +142,49 @@ def test_mixed_node_recovers_and_reports_the_volumes_it_did_not_touch(mixed_fail
     assert kube.find("volumeattachments", orphan["volumeattachment"]) is not None
     lines = [r for r in run.results("k8s-api") if r["_task"] == "Recover | print the report"][0]["msg"]
     assert any(other["pv"] in line and "neither fenced nor detached" in line for line in lines)
+
+
+def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(clean_lab, kube, incident, lab_inventory,
+                                                                            tmp_path):
+    """Self Node Remediation is at work on node-b when the failover runs: the report names its taint. After the
+    fence a person declares node-b shut down (out-of-service taint). node_recover lifts the fence, leaves the
+    person's taint and the remediator's, and says whose they are; remove_others_taint=true removes the
+    out-of-service taint only."""
+    lab = clean_lab
+    state = incident("stale-rbd-watcher")
+    snr = {"key": "medik8s.io/remediation", "value": "self-node-remediation", "effect": "NoExecute"}
+    theirs = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+
+    def add_taint(taint):
+        kube.patch("nodes", "node-b", {"spec": {"taints": (kube.get("nodes", "node-b")["spec"].get("taints") or [])
+                                                + [taint]}})
+
+    def taint_keys():
+        return [t["key"] for t in kube.get("nodes", "node-b")["spec"].get("taints") or []]
+
+    add_taint(snr)
+    failover = tmp_path / "failover.json"
+    run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
+                                                 "report_path": str(failover)})
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads(failover.read_text())
+    assert [m["by"] for m in report["other_remediators"]["node-b"]] == ["medik8s Self Node Remediation"]
+    assert state["watchers"][0] in blocklist_entries(lab)
+
+    add_taint(theirs)
+    _revive(lab, kube, "node-b")
+    extra = {"node": "node-b", "failover_report": str(failover), "report_path": str(tmp_path / "r.json")}
+    recovered = run_playbook(lab_inventory, RECOVER, extra)
+    assert recovered.rc == 0, recovered.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert state["watchers"][0] in report["blocklist_removed"]
+    assert report["taint_removed"] is False and report["others_taint_kept"] == ["node-b"]
+    assert [m["by"] for m in report["other_remediators"]["node-b"]] == [
+        "medik8s Self Node Remediation", "not volfence.csi (a remediation operator, a cloud controller or a person)"]
+    assert theirs["key"] in taint_keys() and snr["key"] in taint_keys()
+
+    told = run_playbook(lab_inventory, RECOVER, dict(extra, remove_others_taint=True))
+    assert told.rc == 0, told.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["taint_removed"] is True and report["others_taint_kept"] == []
+    assert theirs["key"] not in taint_keys() and snr["key"] in taint_keys()  # medik8s lifts its own

@@ -51,6 +51,9 @@ def run(module, args, capsys):
     (volumeattachment_info, dict(not_ready_grace='soon'), 'not_ready_grace must be an integer, got "soon"'),
     (volumeattachment_info, dict(stale_only='yes please'), 'stale_only must be true or false, got "yes please"'),
     (rbd_lock, dict(pool='p', image='i', timeout='x'), 'timeout must be an integer, got "x"'),
+    # newer cores let OverflowError out of their int conversion of an infinite number
+    (volumeattachment_info, dict(not_ready_grace='INF'), 'not_ready_grace must be an integer, got "INF"'),
+    (networkfence, dict(name='nf', parallel='-inf'), 'parallel must be an integer, got "-inf"'),
 ])
 def test_modules_say_type_errors_in_user_words_before_connecting(module, args, expected, capsys):
     out = run(module, args, capsys)
