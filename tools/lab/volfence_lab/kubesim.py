@@ -772,8 +772,14 @@ class ControlPlane(object):
     def sync_csi_addons(self, nodes):
         crds = {c["metadata"]["name"] for c in self.kube.list("customresourcedefinitions")}
         if "csiaddonsnodes.csiaddons.openshift.io" in crds:
-            for name in nodes:
-                obj_name = "%s-%s" % (name, LAB_DRIVER.replace(".", "-"))
+            # one sidecar per node plugin, and the controller plugin's (ceph-csi names its pods
+            # csi-rbdplugin-provisioner-*: the one that answers fence requests), on the first node
+            sidecars = [("%s-%s" % (name, LAB_DRIVER.replace(".", "-")), name, "csi-rbdplugin-%s" % name)
+                        for name in nodes]
+            if nodes:
+                sidecars.append(("csi-rbdplugin-provisioner-%s" % LAB_DRIVER.replace(".", "-"), sorted(nodes)[0],
+                                 "csi-rbdplugin-provisioner-0"))
+            for obj_name, name, pod in sidecars:
                 if self.kube.find("csiaddonsnodes", obj_name, CSI_NAMESPACE) is None:
                     self.ensure_namespace(CSI_NAMESPACE)
                     self.kube.create("csiaddonsnodes", {
@@ -781,7 +787,7 @@ class ControlPlane(object):
                         "metadata": {"name": obj_name, "namespace": CSI_NAMESPACE,
                                      "labels": {"lab.volfence.io/stand-in": "true"}},
                         "spec": {"driver": {"name": LAB_DRIVER, "nodeID": name,
-                                            "endpoint": "pod://csi-rbdplugin-%s.%s:9070" % (name, CSI_NAMESPACE)}},
+                                            "endpoint": "pod://%s.%s:9070" % (pod, CSI_NAMESPACE)}},
                     }, CSI_NAMESPACE)
                     self.kube.patch("csiaddonsnodes", obj_name, {"status": {
                         "state": "Connected", "message": "Successfully established connection with sidecar"}},

@@ -25,7 +25,7 @@ CONTEXT = {'groups': GROUPS, 'local': {'k8s_api': True, 'ceph_admin': True, 'k8s
 REQUIRED = {'node_failover': {'failed_node': 'node-b'}, 'node_recover': {'node': 'node-b'},
             'rbd_lock_cleanup': {'pod_namespace': 'default', 'pod_name': 'web-0'},
             'volumeattachment_cleanup': {'pod_namespace': 'default', 'pod_name': 'web-0'},
-            'diagnose': {}, 'fuse_mount_recovery': {}}
+            'diagnose': {}, 'fuse_mount_recovery': {}, 'readiness': {}}
 
 
 def check(playbook, provided, context=None, other_names=()):
