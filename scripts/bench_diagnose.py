@@ -35,7 +35,6 @@ new diagnose at the largest size within --goal-seconds (15), and largest minus s
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -204,18 +203,11 @@ def rbd(lab, *args):
 
 
 def run_playbook(workdir, inv, playbook, report, stuck_pods):
-    env = dict(os.environ)
-    for key in list(env):
-        if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
-            del env[key]
-    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
-               TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
     started = time.time()
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", inv, playbook,
                            "-e", json.dumps({"stuck_threshold_seconds": 60, "report_path": report})],
-                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=1800)
+                          cwd=REPO, env=bench_node_fences.playbook_env(workdir), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=1800)
     elapsed = time.time() - started
     if proc.returncode != 0:
         sys.exit("bench_diagnose: %s failed (rc=%d):\n%s" % (playbook, proc.returncode, proc.stdout[-3000:]))
@@ -275,12 +267,7 @@ def main(argv=None):
                 entry["baseline_median"] = statistics.median(entry["baseline"]) if entry["baseline"] else None
                 results["sizes"][str(size)] = entry
             finally:
-                emulator.terminate()
-                try:
-                    emulator.wait(10)
-                except subprocess.TimeoutExpired:
-                    emulator.kill()
-                shutil.rmtree(workdir, ignore_errors=True)
+                bench_node_fences.stop_emulator(emulator, workdir)
     finally:
         if lab:
             for image in images:

@@ -47,14 +47,18 @@ DRIVER = "rbd.csi.ceph.com"
 STAND_IN_AGENT = "bench-stand-in"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
-PLAYBOOK = """---
-- name: Bench | node_fences
+# The head of the benchmarks' playbooks: one play on localhost with the project virtualenv's python
+# (format field {python}); `PLAY % name` names it, its tasks or roles follow.
+PLAY = """---
+- name: Bench | %s
   hosts: localhost
   connection: local
   gather_facts: false
   vars:
     ansible_python_interpreter: {python}
-  roles:
+"""
+
+PLAYBOOK = PLAY % "node_fences" + """  roles:
     - role: volfence.csi.node_fences
       node_fences_network_fence_class: {cls}
       node_fences_kubeconfig: {kubeconfig}
@@ -73,6 +77,30 @@ def start_emulator(workdir, history=200000, who="bench_node_fences"):
         proc.kill()
         sys.exit("%s: the emulator did not start: %s %s" % (who, line, proc.stderr.read()))
     return proc, kubeconfig, server_from_kubeconfig(kubeconfig)
+
+
+def stop_emulator(proc, workdir):
+    """Stop an emulator of start_emulator and remove the benchmark's working folder `workdir`."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def playbook_env(workdir, collections=os.path.join(REPO, ".cache", "collections"), **extra):
+    """The environment the benchmarks run ansible-playbook in: none of the caller's Kubernetes credentials
+    (each playbook names its kubeconfig), the checkout's ansible.cfg, volfence.csi from `collections`,
+    TMPDIR in `workdir`, the project virtualenv first in PATH; and `extra`."""
+    env = dict(os.environ)
+    for key in list(env):
+        if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
+            del env[key]
+    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=collections,
+               TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
+    env.update(extra)
+    return env
 
 
 def node(index):
@@ -103,14 +131,7 @@ def seed(api, admin, count):
 
 
 def run_role(workdir, playbook):
-    env = dict(os.environ)
-    for key in list(env):
-        if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
-            del env[key]
-    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
-               ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_NOCOLOR="1",
-               TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
+    env = playbook_env(workdir, ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_NOCOLOR="1")
     started = time.time()
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", playbook], cwd=REPO,
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
@@ -185,12 +206,7 @@ def bench_once(args):
         results["stand_in_answers"] = len(stand_in.answered)
     finally:
         stand_in.stop()
-        emulator.terminate()
-        try:
-            emulator.wait(10)
-        except subprocess.TimeoutExpired:
-            emulator.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+        stop_emulator(emulator, workdir)
     return results
 
 

@@ -37,7 +37,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -54,14 +53,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
 DEAD = bench_diagnose.DEAD
 
-NEW = """---
-- name: Bench | volumeattachment_info
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    ansible_python_interpreter: {python}
-  tasks:
+NEW = bench_node_fences.PLAY % "volumeattachment_info" + """  tasks:
     - name: Read and assess the attachments
       volfence.csi.volumeattachment_info:
         kubeconfig: {kubeconfig}
@@ -73,14 +65,7 @@ NEW = """---
         msg: "BENCH selected={{{{ bench_vas.volumeattachments | length }}}} stale={{{{ bench_vas.volumeattachments | selectattr('stale') | list | length }}}}"
 """
 
-BASELINE = """---
-- name: Bench | k8s_info baseline
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    ansible_python_interpreter: {python}
-  tasks:
+BASELINE = bench_node_fences.PLAY % "k8s_info baseline" + """  tasks:
     - name: List every attachment
       kubernetes.core.k8s_info:
         kubeconfig: {kubeconfig}
@@ -116,12 +101,7 @@ def named(objs):
 
 
 def run_playbook(workdir, path, collections):
-    env = dict(os.environ)
-    for key in list(env):
-        if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
-            del env[key]
-    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1", TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
+    env = bench_node_fences.playbook_env(workdir, collections, ANSIBLE_NOCOLOR="1")
     started = time.time()
     proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", path], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900)
@@ -175,12 +155,7 @@ def main(argv=None):
                         key[0], key[1], selected, stale, expect[key][0], expect[key][1]))
                 timings[key].append(elapsed)
     finally:
-        emulator.terminate()
-        try:
-            emulator.wait(10)
-        except subprocess.TimeoutExpired:
-            emulator.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+        bench_node_fences.stop_emulator(emulator, workdir)
     load_after = os.getloadavg()
 
     medians = dict((key, statistics.median(values)) for key, values in timings.items())

@@ -125,29 +125,28 @@ class AnsibleRun(object):
         return self.results(host)[index]
 
 
+def mode_options(check=False, diff=False):
+    """The options of `ansible` and `ansible-playbook` for check mode and diff."""
+    return (["--check"] if check else []) + (["--diff"] if diff else [])
+
+
+def _run_ansible(cmd, check, diff, extra_env, timeout):
+    proc = subprocess.run(cmd + mode_options(check, diff), cwd=REPO, env=ansible_env(extra_env),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
+    return AnsibleRun(proc)
+
+
 def run_module(inventory, host, module, args, check=False, diff=False, extra_env=None):
     """Run one module ad hoc on an inventory host, exactly as a user would at 3 a.m."""
     cmd = [os.path.join(ANSIBLE_BIN, "ansible"), host, "-i", inventory, "-m", module, "-a", json.dumps(args)]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
-    return AnsibleRun(proc).result(host)
+    return _run_ansible(cmd, check, diff, extra_env, 300).result(host)
 
 
 def run_playbook(inventory, playbook, extra_vars=None, check=False, diff=False, extra_env=None):
     cmd = [os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", inventory, playbook]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
-    return AnsibleRun(proc)
+    return _run_ansible(cmd, check, diff, extra_env, 900)
 
 
 def lab_subnet(lab):
@@ -176,6 +175,21 @@ def blocklist_entries(lab):
     return sorted([e["addr"] for e in docs[0]] + ["cidr:" + e["range"] for e in (docs[1] if len(docs) > 1 else [])])
 
 
+def run_refused(lab, inventory, backend, module, args, sentinel):
+    """Run volfence.csi.<module> with bad `args` on `backend` ((inventory host, backend name)): it must
+    fail and leave the blocklist as it was, with an entry for <lab subnet>.<sentinel> put there first so
+    that "as it was" is not empty. Returns the result (for the checks of its message)."""
+    host, name = backend
+    lab.ceph("osd", "blocklist", "add", "%s.%d" % (lab_subnet(lab), sentinel), "600")
+    before = blocklist_entries(lab)
+    params = ceph_args(lab, name)
+    params.update(args)   # bad input may name the backend too
+    result = run_module(inventory, host, "volfence.csi." + module, params)
+    assert result.get("failed") is True, result
+    assert blocklist_entries(lab) == before
+    return result
+
+
 def lab_kube(lab):
     """A client of the lab's Kubernetes API, or None when the lab has no Kubernetes side."""
     path = os.path.join(lab.dir, "kubeconfig")
@@ -183,6 +197,18 @@ def lab_kube(lab):
         return None
     from kubeemu.client import KubeClient, server_from_kubeconfig
     return KubeClient(server_from_kubeconfig(path))
+
+
+def assert_fuse_pod_replaced(kube, state):
+    """After the recovery of the dead-fuse-mount scenario `state`: its stuck pod is gone, one new pod of its
+    Deployment runs, and that pod's volume is a live FUSE mount again. Returns the new pod."""
+    assert kube.find("pods", state["pod"], "default") is None
+    running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
+               if p["status"].get("phase") == "Running"]
+    assert len(running) == 1 and running[0]["metadata"]["uid"] != state["pod_uid"]
+    new_mount = state["mount"].replace(state["pod_uid"], running[0]["metadata"]["uid"])
+    assert wait_until(lambda: os.path.isdir(new_mount) and os.listdir(new_mount) is not None)
+    return running[0]
 
 
 def clear_foreign_attachments(kube, lab_driver="rbd.csi.ceph.com"):

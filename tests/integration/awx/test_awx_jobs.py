@@ -10,7 +10,7 @@ import os
 import pytest
 
 from awxjob import launch, survey_answers
-from labtools import blocklist_entries, wait_until
+from labtools import assert_fuse_pod_replaced, blocklist_entries, wait_until
 
 # Template extra variables: fixed per job template, not asked at launch (docs/awx.md). Short
 # waits keep the lab fast; a real template keeps the defaults.
@@ -253,12 +253,7 @@ def test_fuse_mount_recovery_as_an_awx_job_and_relaunch(kube, incident, lab_inve
     report = assert_report_travels(job, "volfence_fuse_recovery_report", "FUSE recovery | print the report")
     assert state["mount"] in [m["path"] for m in report["nodes"][state["node"]]["unmounted"]]
     assert state["pod"] in report["restarted"]
-    assert kube.find("pods", state["pod"], "default") is None
-    running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
-               if p["status"].get("phase") == "Running"]
-    assert len(running) == 1 and running[0]["metadata"]["uid"] != state["pod_uid"]
-    new_mount = state["mount"].replace(state["pod_uid"], running[0]["metadata"]["uid"])
-    assert wait_until(lambda: os.path.isdir(new_mount) and os.listdir(new_mount) is not None)
+    assert_fuse_pod_replaced(kube, state)
 
     again = launch(str(tmp_path / "recovery-again"), lab_inventory, "fuse_mount_recovery", extravars)
     assert_no_op(again)

@@ -22,6 +22,8 @@ from kubeemu.client import KubeClient
 from kubeemu.csi import attachment_name  # noqa: F401  (the tests import it from here)
 from kubeemu.wait import wait_until  # noqa: F401  (the tests import it from here)
 
+from labtools import mode_options
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 REAL_CLUSTER = bool(os.environ.get("KUBECONFIG"))
@@ -37,6 +39,9 @@ CLASSES = "/apis/%s/%s/networkfenceclasses" % (GROUP, VERSION)
 VAS = "/apis/storage.k8s.io/v1/volumeattachments"
 MODULE_USER_AGENT = "volfence.csi/"
 TEST_LABEL = "volfence.io/test"
+# The parameters of the tests' NetworkFenceClasses: the secret ceph-csi's provisioner reads
+FENCE_CLASS_PARAMETERS = {"csiaddons.openshift.io/networkfence-secret-name": "vft-secret",
+                          "csiaddons.openshift.io/networkfence-secret-namespace": "default"}
 
 
 def unique(prefix):
@@ -112,6 +117,36 @@ class Admin(EmulatorAdmin):
         return [r for r in self.module_requests(since) if r["method"] != "GET"]
 
 
+def module_requests(kube, since):
+    """The modules' requests (their User-Agent) in the emulator's log after `since`, or None on a real
+    cluster (it has no request log)."""
+    try:
+        log = kube.request("GET", "/_emulator/requests", query={"since": since})
+    except KubeError:
+        return None
+    return [r for r in log.get("items", []) if (r.get("user_agent") or "").startswith(MODULE_USER_AGENT)]
+
+
+def last_seq(kube):
+    """The sequence number of the emulator's last logged request (0 on a real cluster)."""
+    try:
+        return max([r["seq"] for r in kube.request("GET", "/_emulator/requests").get("items", [])] or [0])
+    except KubeError:
+        return 0
+
+
+def assert_refused_before_any_call(ansible, target, module, args, message):
+    """`module` run with the bad input `args` fails with `message` in its msg, and on the emulator its
+    request log shows not one request of the module (elsewhere, the message alone is checked)."""
+    admin = Admin(target["emulator"].url) if target["emulator"] is not None else None
+    since = admin.last_seq() if admin else 0
+    result = ansible.run(module, args)
+    assert result["_rc"] != 0 and message in result["msg"], result
+    if admin:
+        assert admin.module_requests(since) == []
+    return result
+
+
 class AnsibleRunner(object):
     """Runs a volfence.csi module ad hoc on localhost with the venv's python, like a user would."""
 
@@ -152,11 +187,7 @@ class AnsibleRunner(object):
         cmd = [os.path.join(VENV_BIN, "ansible"), self.host, "-i", self.inventory, "-m", "volfence.csi." + module]
         if args:
             cmd += ["-a", json.dumps(args)]
-        if check:
-            cmd.append("--check")
-        if diff:
-            cmd.append("--diff")
-        return cmd
+        return cmd + mode_options(check, diff)
 
     def start(self, module, args, check=False, diff=False, extra_env=None):
         return subprocess.Popen(self.command(module, args, check, diff), cwd=REPO, env=self.env(extra_env),
@@ -211,6 +242,13 @@ class Builder(object):
         meta = {"name": name, "labels": {TEST_LABEL: self.label}}
         meta.update(extra)
         return meta
+
+    def namespace(self, name):
+        """A Namespace of the test's own."""
+        path = "/api/v1/namespaces/" + name
+        self.cleanup.append(path)
+        self.kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": self.meta(name)})
+        return name
 
     def node(self, name, ip, ready="True", not_ready_for=600, taints=None, addresses=(), volumes_in_use=None):
         """A Node with InternalIP `ip` (None: no IP at all), more `addresses` ((type, address) pairs), and
@@ -277,6 +315,19 @@ class Builder(object):
         return self.kube.create(CLASSES, {"apiVersion": "csiaddons.openshift.io/v1alpha1",
                                           "kind": "NetworkFenceClass", "metadata": self.meta(name),
                                           "spec": {"provisioner": provisioner, "parameters": parameters or {}}})
+
+    def fence_target(self, driver):
+        """What fencing node b takes: node b NotReady (198.51.100.12), a NetworkFenceClass of `driver` with
+        FENCE_CLASS_PARAMETERS, and a Connected CSIAddonsNode of `driver` on node b. Returns the names:
+        {label, labels (the test's label), b, class, fence (the test creates it)}."""
+        label = self.label
+        names = dict(label=label, labels={TEST_LABEL: label})
+        names["b"] = self.node("vft-%s-b" % label, "198.51.100.12", ready="Unknown")
+        names["class"] = "vft-%s-class" % label
+        self.fence_class(names["class"], driver, FENCE_CLASS_PARAMETERS)
+        self.addons_node("vft-%s-b" % label, driver, names["b"])
+        names["fence"] = "vft-%s-fence-b" % label
+        return names
 
     def addons_node(self, name, driver, node, state="Connected"):
         base = "/apis/csiaddons.openshift.io/v1alpha1/namespaces/default/csiaddonsnodes"

@@ -7,7 +7,7 @@ import urllib.parse
 
 import pytest
 
-from k8s_helpers import MODULE_USER_AGENT, VAS, Builder, KubeError
+from k8s_helpers import VAS, Builder, last_seq, module_requests
 
 DRIVER = "rbd.csi.ceph.com"
 OTHER_PODS = 12
@@ -28,22 +28,6 @@ def world(kube, label, cleanup):
     for i in range(OTHER_PODS):
         b.pod("vft-%s-web-%02d" % (label, i), w["live"], "vft-%s-web-%02d" % (label, i))
     return w
-
-
-def module_requests(kube, since):
-    """The module's requests (the emulator's log), or None on a real cluster."""
-    try:
-        log = kube.request("GET", "/_emulator/requests", query={"since": since})
-    except KubeError:
-        return None
-    return [r for r in log.get("items", []) if (r.get("user_agent") or "").startswith(MODULE_USER_AGENT)]
-
-
-def last_seq(kube):
-    try:
-        return max([r["seq"] for r in kube.request("GET", "/_emulator/requests").get("items", [])] or [0])
-    except KubeError:
-        return 0
 
 
 def test_reads_the_dead_nodes_volumes_and_only_its_pods(ansible, kube, world):

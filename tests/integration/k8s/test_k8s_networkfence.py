@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from k8s_helpers import FENCES, REAL_CLUSTER, TEST_LABEL, Builder, wait_until
+from k8s_helpers import FENCE_CLASS_PARAMETERS, FENCES, REAL_CLUSTER, TEST_LABEL, Builder, wait_until
 
 DRIVER = "vft.csi.example.com"
 SECRET = {"name": "vft-secret", "namespace": "default"}
@@ -16,14 +16,9 @@ def world(kube, crds, label, cleanup):
     """Node A Ready (198.51.100.11), node B NotReady (198.51.100.12), a NetworkFenceClass for DRIVER and a
     Connected CSIAddonsNode of DRIVER."""
     b = Builder(kube, label, cleanup)
-    w = dict(label=label, builder=b, labels={TEST_LABEL: label})
+    w = dict(builder=b)
     w["a"] = b.node("vft-%s-a" % label, "198.51.100.11")
-    w["b"] = b.node("vft-%s-b" % label, "198.51.100.12", ready="Unknown")
-    w["class"] = "vft-%s-class" % label
-    b.fence_class(w["class"], DRIVER, {"csiaddons.openshift.io/networkfence-secret-name": "vft-secret",
-                                       "csiaddons.openshift.io/networkfence-secret-namespace": "default"})
-    b.addons_node("vft-%s-b" % label, DRIVER, w["b"])
-    w["fence"] = "vft-%s-fence-b" % label
+    w.update(b.fence_target(DRIVER))
     return w
 
 
@@ -55,8 +50,7 @@ def test_fence_with_a_class_waits_for_the_result(ansible, kube, world, stand_in)
     assert [f["name"] for f in info["fences"]] == [world["fence"]]
     assert [c for c in info["classes"] if c["name"] == world["class"]] == [{
         "name": world["class"], "provisioner": DRIVER,
-        "parameters": {"csiaddons.openshift.io/networkfence-secret-name": "vft-secret",
-                       "csiaddons.openshift.io/networkfence-secret-namespace": "default"}}], info["classes"]
+        "parameters": FENCE_CLASS_PARAMETERS}], info["classes"]
 
 
 def test_older_shape_then_unfence(ansible, kube, world, stand_in):

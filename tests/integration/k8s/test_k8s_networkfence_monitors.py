@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from k8s_helpers import FENCES, TEST_LABEL, Builder
+from k8s_helpers import FENCES, Builder
 
 DRIVER = "vft.csi.example.com"
 
@@ -16,14 +16,7 @@ def world(kube, crds, label, cleanup):
     """Node B NotReady (198.51.100.12), a class and a Connected CSIAddonsNode of DRIVER, and a
     ceph-csi ConfigMap (unique name, namespace default) listing a monitor at 198.51.100.12 in the
     msgr2 addrvec form and one by host name."""
-    b = Builder(kube, label, cleanup)
-    w = dict(label=label, labels={TEST_LABEL: label})
-    w["b"] = b.node("vft-%s-b" % label, "198.51.100.12", ready="Unknown")
-    w["class"] = "vft-%s-class" % label
-    b.fence_class(w["class"], DRIVER, {"csiaddons.openshift.io/networkfence-secret-name": "vft-secret",
-                                       "csiaddons.openshift.io/networkfence-secret-namespace": "default"})
-    b.addons_node("vft-%s-b" % label, DRIVER, w["b"])
-    w["fence"] = "vft-%s-fence-b" % label
+    w = Builder(kube, label, cleanup).fence_target(DRIVER)
     w["configmap"] = "vft-%s-csi-config" % label
     body = {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": w["configmap"], "namespace": "default", "labels": w["labels"]},

@@ -5,17 +5,13 @@ mode, bad input."""
 
 import pytest
 
-from k8s_helpers import TEST_LABEL, Admin, wait_until
+from k8s_helpers import TEST_LABEL, Builder, assert_refused_before_any_call, wait_until
 
 
 @pytest.fixture
 def ns(kube, label, cleanup):
     """A namespace of this test's own."""
-    name = "vft-%s" % label
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": name, "labels": {TEST_LABEL: label}}})
-    cleanup.append("/api/v1/namespaces/" + name)
-    return name
+    return Builder(kube, label, cleanup).namespace("vft-%s" % label)
 
 
 def make_pods(kube, ns, label, count, node="vft-node-b", terminating=True):
@@ -112,12 +108,7 @@ def test_check_mode_and_diff_delete_nothing(ansible, kube, emu, ns, label):
     ({"pods": [{"namespace": "default", "nam": "x"}]}, "nam"),
 ])
 def test_bad_input_is_refused_before_any_call(ansible, target, args, message):
-    admin = Admin(target["emulator"].url) if target["emulator"] is not None else None
-    since = admin.last_seq() if admin else 0
-    result = ansible.run("pod_force_delete", args)
-    assert result["_rc"] != 0 and message in result["msg"], result
-    if admin:   # the request log: not one request (elsewhere, the message alone)
-        assert admin.module_requests(since) == []
+    assert_refused_before_any_call(ansible, target, "pod_force_delete", args, message)
 
 
 def test_no_such_namespace_is_absent_not_failed(ansible, kube):

@@ -5,16 +5,13 @@ timeout names the waiting claims."""
 
 import pytest
 
-from k8s_helpers import MODULE_USER_AGENT, TEST_LABEL, Admin, wait_until
+from k8s_helpers import MODULE_USER_AGENT, TEST_LABEL, Admin, Builder, assert_refused_before_any_call, wait_until
 
 
 @pytest.fixture
 def ns(kube, label, cleanup):
-    name = "vft-%s" % label
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": name, "labels": {TEST_LABEL: label}}})
-    cleanup.append("/api/v1/namespaces/" + name)
-    return name
+    """A namespace of this test's own."""
+    return Builder(kube, label, cleanup).namespace("vft-%s" % label)
 
 
 def start_pod(kube, ns, label, name, node, claim, phase="Running"):
@@ -88,9 +85,4 @@ def test_without_wait_and_timeout_names_the_waiting_claims(ansible, kube, ns, la
     ({"claims": ["default/x"], "wait_sleep": 0}, "wait_sleep=0 is out of range"),
 ])
 def test_bad_input_is_refused_before_any_call(ansible, target, args, message):
-    admin = Admin(target["emulator"].url) if target["emulator"] is not None else None
-    since = admin.last_seq() if admin else 0
-    result = ansible.run("replacement_pods_info", args)
-    assert result["_rc"] != 0 and message in result["msg"], result
-    if admin:   # the request log: not one request (elsewhere, the message alone)
-        assert admin.module_requests(since) == []
+    assert_refused_before_any_call(ansible, target, "replacement_pods_info", args, message)

@@ -3,60 +3,22 @@ never answers (a hung apiserver, a black-holing load balancer). A local TCP serv
 that server; the modules run through `ansible` as a user runs them. Independent of the emulator, so
 it runs the same way with KUBECONFIG set (the modules get this server's kubeconfig explicitly)."""
 
-import json
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 from k8s_helpers import AnsibleRunner
 
-
-class SilentServer(object):
-    """Accepts every connection on 127.0.0.1 and never reads nor answers."""
-
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = []
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        self.sock.settimeout(0.2)
-        while not self.stopped.is_set():
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted.append(conn)
-
-    def write_kubeconfig(self, path):
-        with open(path, "w") as handle:
-            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "hung",
-                       "clusters": [{"name": "hung", "cluster": {"server": "http://127.0.0.1:%d" % self.port}}],
-                       "users": [{"name": "u", "user": {"token": "t"}}],
-                       "contexts": [{"name": "hung", "context": {"cluster": "hung", "user": "u"}}]}, handle)
-        return path
-
-    def close(self):
-        self.stopped.set()
-        self.thread.join(5)
-        for conn in self.accepted:
-            conn.close()
-        self.sock.close()
+# The hung server of the unit tests of connect() (the collection as `make setup` links it: pytest.ini)
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import SilentServer
 
 
 @pytest.fixture
 def silent(tmp_path):
     server = SilentServer()
     try:
-        yield server, AnsibleRunner(tmp_path, kubeconfig=server.write_kubeconfig(str(tmp_path / "kubeconfig")))
+        yield server, AnsibleRunner(tmp_path, kubeconfig=server.write_kubeconfig(tmp_path / "kubeconfig"))
     finally:
         server.close()
 

@@ -9,7 +9,7 @@ import urllib.parse
 
 import pytest
 
-from k8s_helpers import MODULE_USER_AGENT, TEST_LABEL, VAS, KubeError
+from k8s_helpers import TEST_LABEL, VAS, KubeError, last_seq, module_requests
 
 DRIVER = "rbd.csi.ceph.com"
 HEALTHY = 23
@@ -117,22 +117,6 @@ def world(kube, label, cleanup):
     yield w
     w["heartbeat"].stop.set()
     w["heartbeat"].join(5)
-
-
-def module_requests(kube, since):
-    """The requests of the module (the emulator's log), or None on a real cluster."""
-    try:
-        log = kube.request("GET", "/_emulator/requests", query={"since": since})
-    except KubeError:
-        return None
-    return [r for r in log.get("items", []) if (r.get("user_agent") or "").startswith(MODULE_USER_AGENT)]
-
-
-def last_seq(kube):
-    try:
-        return max([r["seq"] for r in kube.request("GET", "/_emulator/requests").get("items", [])] or [0])
-    except KubeError:
-        return 0
 
 
 def test_finds_the_stuck_pods_among_healthy_ones_with_selectors_and_pages(ansible, kube, world):

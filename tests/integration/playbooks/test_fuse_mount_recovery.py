@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import REPO, run_playbook, wait_until
+from labtools import REPO, assert_fuse_pod_replaced, run_playbook
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "fuse_mount_recovery.yml")
 
@@ -35,13 +35,7 @@ def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(dead_fuse_mou
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["check_mode"] is False and state["pod"] in report["restarted"]
-    assert kube.find("pods", state["pod"], "default") is None
-    running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
-               if p["status"].get("phase") == "Running"]
-    assert len(running) == 1 and running[0]["metadata"]["uid"] != state["pod_uid"]
-    # The new pod's volume is a live FUSE mount again.
-    new_mount = state["mount"].replace(state["pod_uid"], running[0]["metadata"]["uid"])
-    assert wait_until(lambda: os.path.isdir(new_mount) and os.listdir(new_mount) is not None)
+    assert_fuse_pod_replaced(kube, state)   # a new pod runs, its volume a live FUSE mount again
 
     again = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert again.rc == 0

@@ -60,29 +60,19 @@ def emu(kubeemu):
     adm.clear_faults()
 
 
-@pytest.fixture
-def core(api_client):
-    return client.CoreV1Api(api_client)
+def _api_fixture(name, api_class):
+    """A fixture `name`: the kubernetes client's `api_class` on the session's ApiClient."""
+    def fixture(api_client):
+        return api_class(api_client)
+    fixture.__doc__ = "kubernetes.client.%s on the session's ApiClient." % api_class.__name__
+    return pytest.fixture(name=name)(fixture)
 
 
-@pytest.fixture
-def apps(api_client):
-    return client.AppsV1Api(api_client)
-
-
-@pytest.fixture
-def storage(api_client):
-    return client.StorageV1Api(api_client)
-
-
-@pytest.fixture
-def custom(api_client):
-    return client.CustomObjectsApi(api_client)
-
-
-@pytest.fixture
-def apiext(api_client):
-    return client.ApiextensionsV1Api(api_client)
+core = _api_fixture("core", client.CoreV1Api)
+apps = _api_fixture("apps", client.AppsV1Api)
+storage = _api_fixture("storage", client.StorageV1Api)
+custom = _api_fixture("custom", client.CustomObjectsApi)
+apiext = _api_fixture("apiext", client.ApiextensionsV1Api)
 
 
 @pytest.fixture

@@ -142,6 +142,21 @@ def stuck_events(kube, pod_name, fragment):
             if fragment in e.get("message", "")]
 
 
+def wait_stuck(kube, app, fragment, what, timeout, away_from=None):
+    """Wait until a pod of `app` has an event whose message holds `fragment`: (that pod, the event). With
+    `away_from` (a node), only pods scheduled on another node and not being deleted count."""
+    def stuck():
+        for pod in pods_of(kube, app):
+            if away_from and (pod["spec"].get("nodeName") in (None, away_from)
+                              or pod["metadata"].get("deletionTimestamp")):
+                continue
+            events = stuck_events(kube, pod["metadata"]["name"], fragment)
+            if events:
+                return pod, events[0]
+        return None
+    return wait(what, stuck, timeout=timeout)
+
+
 def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
     kube = labmod.kube_client(cfg)
     base_objects(kube)
@@ -155,14 +170,7 @@ def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
     extra = before_kill(kube, failed) if before_kill else {}
     labmod.kill_node(cfg, failed)
 
-    def stuck():
-        for pod in pods_of(kube, app):
-            if pod["spec"].get("nodeName") not in (None, failed) and not pod["metadata"].get("deletionTimestamp"):
-                events = stuck_events(kube, pod["metadata"]["name"], "is still being used")
-                if events:
-                    return pod, events[0]
-        return None
-    pod, event = wait("the replacement pod to be stuck", stuck, timeout=90)
+    pod, event = wait_stuck(kube, app, "is still being used", "the replacement pod to be stuck", 90, away_from=failed)
     watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
     return dict(extra, **{
         "scenario": "stale-rbd-watcher", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
@@ -252,13 +260,7 @@ def stale_rbd_lock(cfg, holder="node-b", app="index-api"):
     others = sorted(n for n in cfg.nodes if n != holder)
     deployment(kube, name, claim, others[0])
 
-    def stuck():
-        for pod in pods_of(kube, name):
-            events = stuck_events(kube, pod["metadata"]["name"], "is locked by other nodes")
-            if events:
-                return pod, events[0]
-        return None
-    pod, event = wait("the pod to be stuck on the lock", stuck, timeout=60)
+    pod, event = wait_stuck(kube, name, "is locked by other nodes", "the pod to be stuck on the lock", 60)
     return {"scenario": "stale-rbd-lock", "namespace": NAMESPACE, "deployment": name, "pvc": claim, "pv": pv_name,
             "image": image, "lock_id": "kubelet_lock_magic_" + holder, "locker": "client.%d" % held["instance_id"],
             "locker_address": held["address"], "lock_node": holder, "stuck_pod": pod["metadata"]["name"],
@@ -302,13 +304,7 @@ def stale_volumeattachment(cfg, node="node-b"):
     moved_to = sorted(n for n in cfg.nodes if n != node)[0]
     deployment(kube, app, claim, moved_to)
 
-    def stuck():
-        for pod in pods_of(kube, app):
-            events = stuck_events(kube, pod["metadata"]["name"], "Multi-Attach error")
-            if events:
-                return pod, events[0]
-        return None
-    pod, event = wait("the pod to be stuck on the old attachment", stuck, timeout=30)
+    pod, event = wait_stuck(kube, app, "Multi-Attach error", "the pod to be stuck on the old attachment", 30)
     return {"scenario": "stale-volumeattachment", "driver": driver, "volume_handle": handle, "unique_name": unique,
             "unique_name_length": len(unique), "pv": pv_name, "pvc": claim, "volumeattachment": name,
             "node": node, "deployment": app, "stuck_pod": pod["metadata"]["name"],

@@ -12,6 +12,8 @@ __metaclass__ = type
 import copy
 import datetime
 import json
+import socket
+import threading
 import uuid
 
 try:
@@ -389,3 +391,53 @@ def pod(name, node, claims, phase='Running', namespace='shop', deleting=False):
     return dict(metadata=meta, spec=dict(nodeName=node, volumes=[
         dict(name='v%d' % i, persistentVolumeClaim=dict(claimName=c)) for i, c in enumerate(claims)]),
         status=dict(phase=phase))
+
+
+# --------------------------------------------------------------------------- servers on 127.0.0.1 (real sockets)
+
+def write_kubeconfig(path, port, token='t', context='hung'):
+    """A kubeconfig at `path` (str or pathlib.Path) for http://127.0.0.1:`port` with a bearer `token`;
+    returns the path as a str."""
+    config = {'apiVersion': 'v1', 'kind': 'Config', 'current-context': context,
+              'clusters': [dict(name=context, cluster=dict(server='http://127.0.0.1:%d' % port))],
+              'users': [dict(name='u', user=dict(token=token))],
+              'contexts': [dict(name=context, context=dict(cluster=context, user='u'))]}
+    with open(str(path), 'w') as handle:
+        json.dump(config, handle)
+    return str(path)
+
+
+class SilentServer(object):
+    """A TCP server on 127.0.0.1 that accepts every connection and never reads nor answers (a hung API
+    server, a black-holing load balancer). The unit tests of connect() and the integration tests of
+    the modules (tests/integration/k8s/test_k8s_timeouts.py) both use it."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(('127.0.0.1', 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stopped.is_set():
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted.append(conn)   # kept open, never read from nor written to
+
+    def write_kubeconfig(self, path):
+        """A kubeconfig for this server at `path`; returns the path as a str."""
+        return write_kubeconfig(path, self.port)
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(5)
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()

@@ -28,7 +28,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     k8s_argument_spec,
     resource_path,
 )
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import SERVED, FakeKube, api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
+    SERVED,
+    FakeKube,
+    SilentServer,
+    api_for,
+    write_kubeconfig,
+)
 
 
 # --------------------------------------------------------------------------- KubeApi
@@ -195,46 +201,6 @@ def test_connect_reports_a_missing_kubeconfig_clearly(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- I8: bounded connect
 
-class SilentServer(object):
-    """A TCP server on 127.0.0.1 that accepts every connection and never answers (a hung API server)."""
-
-    def __init__(self):
-        import socket
-        import threading
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = []
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        self.sock.settimeout(0.2)
-        while not self.stopped.is_set():
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted.append(conn)   # kept open, never read from nor written to
-
-    def kubeconfig(self, path):
-        path.write_text(json.dumps(dict(
-            apiVersion='v1', kind='Config', **{'current-context': 'hung'},
-            clusters=[dict(name='hung', cluster=dict(server='http://127.0.0.1:%d' % self.port))],
-            users=[dict(name='u', user=dict(token='t'))],
-            contexts=[dict(name='hung', context=dict(cluster='hung', user='u'))])))
-        return str(path)
-
-    def close(self):
-        self.stopped.set()
-        self.thread.join(5)
-        for conn in self.accepted:
-            conn.close()
-        self.sock.close()
-
-
 def test_connect_to_a_server_that_never_answers_is_bounded_by_request_timeout_i8(tmp_path, monkeypatch):
     """I8: kubernetes.core's client creation (kubeconfig, API discovery) against a server that accepts and never
     answers fails within request_timeout with a clear message, instead of hanging."""
@@ -246,7 +212,7 @@ def test_connect_to_a_server_that_never_answers_is_bounded_by_request_timeout_i8
     monkeypatch.setenv('TMPDIR', str(tmp_path))   # kubernetes.core's discovery cache
     server = SilentServer()
     try:
-        module = FakeModule(kubeconfig=server.kubeconfig(tmp_path / 'kubeconfig'), request_timeout=2, api_retries=0)
+        module = FakeModule(kubeconfig=server.write_kubeconfig(tmp_path / 'kubeconfig'), request_timeout=2, api_retries=0)
         for option in k8s_argument_spec():
             module.params.setdefault(option, None)
         outcome = {}
@@ -360,13 +326,8 @@ class KubeServer(object):
         return 404, dict(kind='Status', apiVersion='v1', status='Failure', reason='NotFound', code=404,
                          message='nodes "%s" not found' % path.rsplit('/', 1)[-1])
 
-    def kubeconfig(self, path):
-        path.write_text(json.dumps(dict(
-            apiVersion='v1', kind='Config', **{'current-context': 'lab'},
-            clusters=[dict(name='lab', cluster=dict(server='http://127.0.0.1:%d' % self.port))],
-            users=[dict(name='u', user=dict(token='t0ken'))],
-            contexts=[dict(name='lab', context=dict(cluster='lab', user='u'))])))
-        return str(path)
+    def write_kubeconfig(self, path):
+        return write_kubeconfig(path, self.port, token='t0ken', context='lab')
 
     def close(self):
         self.server.shutdown()
@@ -385,7 +346,7 @@ def kube_server(tmp_path, monkeypatch):
 
 
 def connected(server, tmp_path, **params):
-    module = FakeModule(kubeconfig=server.kubeconfig(tmp_path / 'kubeconfig'), request_timeout=5, **params)
+    module = FakeModule(kubeconfig=server.write_kubeconfig(tmp_path / 'kubeconfig'), request_timeout=5, **params)
     for option in k8s_argument_spec():
         module.params.setdefault(option, None)
     api = _k8s_common.connect(module)

@@ -36,6 +36,15 @@ def plan_and_run(nf, wait=True, force=False, wait_timeout=30, **kwargs):
     return plans, failures
 
 
+def fenced_nf():
+    """A cluster where fence nf (10.0.3.12, class rbd) is Fenced and answered by the Controller, its request
+    log emptied, and a NetworkFences of a next run on it: (fake, fences)."""
+    fake, fences = cluster(Controller())
+    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
+    del fake.log[:]
+    return fake, NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+
+
 def test_crd_not_installed_is_a_clear_error_and_writes_nothing():
     served = dict(SERVED)
     del served['csiaddons.openshift.io/v1alpha1']
@@ -85,10 +94,7 @@ def test_the_controller_failure_message_fails_the_fence():
 
 
 def test_an_update_clears_the_previous_answer_first():
-    fake, fences = cluster(Controller())
-    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
-    del fake.log[:]
-    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake, fences = fenced_nf()
     plans, failures = plan_and_run(fences, name='nf', cidrs=['10.0.3.12', '10.0.3.14'])
     assert failures == [] and plans[0].action == UPDATE and plans[0].outcome == 'Succeeded'
     patches = [(e[1], e[3]) for e in fake.writes()]
@@ -99,20 +105,14 @@ def test_an_update_clears_the_previous_answer_first():
 
 
 def test_without_wait_the_status_is_left_alone():
-    fake, fences = cluster(Controller())
-    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
-    del fake.log[:]
-    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake, fences = fenced_nf()
     plans, failures = plan_and_run(fences, wait=False, name='nf', fence_state='Unfenced')
     assert failures == [] and [e[1] for e in fake.writes()] == ['/apis/csiaddons.openshift.io/v1alpha1/networkfences/nf']
 
 
 def test_a_conflict_is_retried_after_a_re_read():
-    fake, fences = cluster(Controller())
-    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
-    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake, fences = fenced_nf()
     fake.faults = [dict(method='PATCH', path='/networkfences/nf', status=409, reason='Conflict', count=1)]
-    del fake.log[:]
     plans, failures = plan_and_run(fences, wait=False, name='nf', fence_state='Unfenced')
     assert failures == [] and plans[0].changed
     assert [e[0] for e in fake.writes()] == ['PATCH', 'PATCH']
@@ -120,9 +120,7 @@ def test_a_conflict_is_retried_after_a_re_read():
 
 
 def test_persistent_conflicts_fail_clearly_and_change_nothing():
-    fake, fences = cluster(Controller())
-    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
-    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake, fences = fenced_nf()
     fake.faults = [dict(method='PATCH', path='/networkfences/nf', status=409, reason='Conflict', count=99)]
     plans, failures = plan_and_run(fences, wait=False, name='nf', fence_state='Unfenced')
     assert len(failures) == 1 and failures[0][1].status == 409 and not plans[0].changed
@@ -131,9 +129,7 @@ def test_persistent_conflicts_fail_clearly_and_change_nothing():
 
 
 def test_a_failed_update_after_clearing_the_status_says_so():
-    fake, fences = cluster(Controller())
-    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
-    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake, fences = fenced_nf()
     plans = fences.plan(build_requests(params(name='nf', fence_state='Unfenced')))
     # the status patch goes through, every spec patch fails
     fake.faults = [dict(method='PATCH', exact='/apis/csiaddons.openshift.io/v1alpha1/networkfences/nf', status=500,
@@ -172,10 +168,7 @@ def test_a_fence_created_meanwhile_with_another_spec_is_not_overwritten():
 
 
 def test_absent_unfences_then_deletes():
-    fake, fences = cluster(Controller())
-    plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
-    del fake.log[:]
-    fences = NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    fake, fences = fenced_nf()
     plans, failures = plan_and_run(fences, wait=False, name='nf', state='absent')
     assert failures == [] and plans[0].action == UNFENCE_DELETE and plans[0].outcome == 'Succeeded'
     writes = [(e[0], e[1].rsplit('/', 1)[-1]) for e in fake.writes()]

@@ -7,6 +7,10 @@ __metaclass__ = type
 
 import json
 
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
 
 def warning_texts(out):
     """The warnings of a result, whatever the ansible-core version's format (strings or summaries)."""
@@ -30,3 +34,20 @@ def fresh_warnings(monkeypatch):
             monkeypatch.setattr(registry, name, {})
         elif isinstance(getattr(registry, name, None), list):
             monkeypatch.setattr(registry, name, [])
+
+
+def run_main(module, args, monkeypatch, capsys, check=False, diff=False, api=None):
+    """Run `module`'s main() with `args` (in check mode, with diff, as asked) and return its result and the
+    parameters of each connect() call. With `api` (a callable: the client, e.g. a KubeApi on a fake), the
+    module's connect() returns what it returns instead of connecting."""
+    calls = []
+    if api is not None:
+        def fake_connect(mod):
+            calls.append(mod.params)
+            return api()
+        monkeypatch.setattr(module, 'connect', fake_connect)
+    fresh_warnings(monkeypatch)
+    with patch_module_args(dict(args, _ansible_check_mode=check, _ansible_diff=diff)):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out), calls

@@ -11,30 +11,16 @@ import json
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 from ansible_collections.volfence.csi.plugins.modules import networkfence, networkfence_info
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import Controller, api_for
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import networkfence_cluster as cluster
-from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
+from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import run_main, warning_texts
 
 
 def run(module, args, monkeypatch, capsys, fake, check=False, diff=False):
-    calls = []
-
-    def fake_connect(mod):
-        calls.append(mod.params)
-        return api_for(fake)
-
-    monkeypatch.setattr(module, 'connect', fake_connect)
     monkeypatch.setattr(NetworkFences, '__init__', _quick_init)
-    fresh_warnings(monkeypatch)
-    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out), calls
+    return run_main(module, args, monkeypatch, capsys, check, diff, api=lambda: api_for(fake))
 
 
 _REAL_INIT = NetworkFences.__init__

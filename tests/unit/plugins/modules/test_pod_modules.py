@@ -7,30 +7,15 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
-
 import pytest
-
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.modules import pod_force_delete, replacement_pods_info
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, pod, pods_world
-from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings
+from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import run_main
 
 
 def run(module, args, monkeypatch, capsys, fake, check=False, diff=False):
-    calls = []
-
-    def fake_connect(mod):
-        calls.append(mod.params)
-        return api_for(fake, retries=1)
-
-    monkeypatch.setattr(module, 'connect', fake_connect)
-    fresh_warnings(monkeypatch)
-    with patch_module_args(dict(args, _ansible_check_mode=check, _ansible_diff=diff)):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out), calls
+    return run_main(module, args, monkeypatch, capsys, check, diff, api=lambda: api_for(fake, retries=1))
 
 
 def test_force_delete_check_diff_real_partial_rerun(monkeypatch, capsys):

@@ -7,11 +7,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
-
 import pytest
-
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s import volumeattachment_ops as _volumeattachment_ops
 from ansible_collections.volfence.csi.plugins.modules import volumeattachment, volumeattachment_info
@@ -21,29 +17,17 @@ from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes 
     api_for,
     volumeattachment_cluster as cluster,
 )
-from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import fresh_warnings, warning_texts
+from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import run_main, warning_texts
 
 
 def run(module, args, monkeypatch, capsys, fake, clock, check=False, diff=False):
-    calls = []
-
-    def fake_connect(mod):
-        calls.append(mod.params)
-        return api_for(fake)
-
     real = _volumeattachment_ops.VolumeAttachments.__init__
 
     def init(self, api, not_ready_grace=300, workers=1, **_kwargs):
         real(self, api, not_ready_grace, now=clock.now, sleep=clock.sleep, clock=clock.time, workers=workers)
 
-    monkeypatch.setattr(module, 'connect', fake_connect)
     monkeypatch.setattr(_volumeattachment_ops.VolumeAttachments, '__init__', init)
-    fresh_warnings(monkeypatch)
-    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out), calls
+    return run_main(module, args, monkeypatch, capsys, check, diff, api=lambda: api_for(fake))
 
 
 def attacher(fake, method, plural, obj):
@@ -116,6 +100,10 @@ def test_unknown_name_is_a_warning_unknown_pv_an_error(monkeypatch, capsys):
     (dict(node='node-b', not_ready_grace=-5), 'not_ready_grace=-5 is out of range'),
     (dict(node='node-b', wait_sleep=0), 'wait_sleep=0 is out of range: give 1 to 600 seconds'),
     (dict(name='CSI_x'), 'is not a valid Kubernetes object name'),
+    # names
+    (dict(name=VA0, names=[VA1]), 'parameters are mutually exclusive: name|names'),
+    (dict(names=['ok', 'Not_OK']), "names[1] 'Not_OK' is not a valid Kubernetes object name"),
+    (dict(names=['ok'], parallel=257), 'parallel=257 is out of range: give 1 to 256; nothing was changed'),
 ])
 def test_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
     fake, clock, _vas = cluster()
@@ -252,17 +240,6 @@ def test_names_wait_polls_with_one_list(monkeypatch, capsys):
     assert all(v['gone'] and v['finalizer_removed'] for v in out['volumeattachments'])
     single = [e for e in fake.log if e[0] == 'GET' and e[1].startswith('/apis/storage.k8s.io/v1/volumeattachments/')]
     assert single == []
-
-
-@pytest.mark.parametrize('args, message', [
-    (dict(name=VA0, names=[VA1]), 'parameters are mutually exclusive: name|names'),
-    (dict(names=['ok', 'Not_OK']), "names[1] 'Not_OK' is not a valid Kubernetes object name"),
-    (dict(names=['ok'], parallel=257), 'parallel=257 is out of range: give 1 to 256; nothing was changed'),
-])
-def test_names_bad_input_fails_without_connecting(monkeypatch, capsys, args, message):
-    fake, clock, _vas = cluster()
-    out, calls = run(volumeattachment, args, monkeypatch, capsys, fake, clock)
-    assert out['failed'] and message in out['msg'] and calls == []
 
 
 def test_empty_names_selects_nothing(monkeypatch, capsys):
