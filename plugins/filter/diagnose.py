@@ -8,7 +8,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose, pv_rbd_image as _pv_rbd_image, table
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.blocklist_owners import ownership, with_blocklist
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
+    diagnose, pv_rbd_image as _pv_rbd_image, table)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import down_node_volumes as _down_node_volumes
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     node_addresses as _node_addresses,
@@ -31,15 +33,26 @@ def _by_image(value, name, key):
 
 
 def diagnose_stuck_pods(pods, events=None, pvcs=None, pvs=None, volumeattachments=None, nodes=None,
-                        watchers=None, locks=None, git_version=None, threshold=120):
+                        watchers=None, locks=None, git_version=None, threshold=120, blocklist=None, networkfences=None):
     if not isinstance(pods, list):
         raise AnsibleFilterError("diagnose_stuck_pods expects a list of Pod objects, got %s" % type(pods).__name__)
-    return diagnose(pods, events or [], pvcs or [], pvs or [], volumeattachments or [], nodes or [],
-                    _by_image(watchers, "spec", "watchers"), _by_image(locks, "item", "locks"), git_version, int(threshold))
+    found = diagnose(pods, events or [], pvcs or [], pvs or [], volumeattachments or [], nodes or [],
+                     _by_image(watchers, "spec", "watchers"), _by_image(locks, "item", "locks"), git_version,
+                     int(threshold))
+    if blocklist is None:
+        return found
+    return with_blocklist(found, blocklist_ownership(blocklist, nodes, networkfences, watchers))
 
 
-def diagnosis_table(diagnoses, node_volumes=None):
-    return table(diagnoses, node_volumes or [])
+def blocklist_ownership(entries, nodes=None, networkfences=None, watchers=None):
+    """Whom each blocklist entry belongs to (ceph_blocklist_info entries), and its flags."""
+    images = watchers if isinstance(watchers, list) else []
+    return ownership(_objects(entries, "blocklist entry"), _objects(nodes, "Node"),
+                     _objects(networkfences, "NetworkFence"), images)
+
+
+def diagnosis_table(diagnoses, node_volumes=None, owned=None):
+    return table(diagnoses, node_volumes or [], owned or [])
 
 
 def _objects(value, what):
@@ -82,6 +95,7 @@ class FilterModule(object):
         return {
             "diagnose_stuck_pods": diagnose_stuck_pods,
             "diagnosis_table": diagnosis_table,
+            "blocklist_ownership": blocklist_ownership,
             "down_node_volumes": down_node_volumes,
             "node_addresses": node_addresses,
             "pv_rbd_image": pv_rbd_image,

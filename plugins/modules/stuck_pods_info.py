@@ -172,12 +172,17 @@ objects:
       description: Every node.
       type: list
       elements: dict
+    networkfences:
+      description: Every CSI-Addons NetworkFence (empty when CSI-Addons is not installed), to tie blocklist
+        entries to the fences that made them.
+      type: list
+      elements: dict
 listed:
   description: How many objects of each kind were read (C(pods), C(events), C(nodes), C(pvcs), C(pvs),
-    C(volumeattachments)), to see that a run reads what the incident needs, not the whole cluster.
+    C(volumeattachments), C(networkfences)), to see that a run reads what the incident needs, not the whole cluster.
   returned: success
   type: dict
-  sample: {pods: 80, events: 120, nodes: 40, pvcs: 40, pvs: 40, volumeattachments: 2000}
+  sample: {pods: 80, events: 120, nodes: 40, pvcs: 40, pvs: 40, volumeattachments: 2000, networkfences: 40}
 requests:
   description: How many requests were sent to the API server (each page of a list counts).
   returned: success

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import json
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     age_seconds,
@@ -87,8 +88,33 @@ def address_ip(address):
     return address.split("/")[0].rsplit(":", 1)[0]
 
 
-def pod_volumes(pod, pvcs, pvs):
-    """The PersistentVolumes a pod uses, with what the rules need of each."""
+VOLUME_HEALTH_PREFIX = "csiaddons.openshift.io/volumehealth."
+
+
+def volume_health(pvc, nodes=None):
+    """What CSI-Addons' volume condition reporter wrote on a claim, one entry per node (annotation
+    csiaddons.openshift.io/volumehealth.<node-uid>: {"state", "lastChecked", "since", "node"}), sorted by
+    node: [{node, state, last_checked, since}]. A value that is not such JSON is state "unreadable"."""
+    names = dict((((n.get("metadata") or {}).get("uid")), (n.get("metadata") or {}).get("name")) for n in nodes or [])
+    out = []
+    for key, value in sorted((((pvc or {}).get("metadata") or {}).get("annotations") or {}).items()):
+        if not key.startswith(VOLUME_HEALTH_PREFIX):
+            continue
+        uid = key[len(VOLUME_HEALTH_PREFIX):]
+        try:
+            data = json.loads(value)
+        except (TypeError, ValueError):
+            data = None
+        if not isinstance(data, dict):
+            data = {"state": "unreadable"}
+        out.append({"node": data.get("node") or names.get(uid) or uid, "state": data.get("state"),
+                    "last_checked": data.get("lastChecked"), "since": data.get("since")})
+    return sorted(out, key=lambda h: str(h["node"]))
+
+
+def pod_volumes(pod, pvcs, pvs, nodes=None):
+    """The PersistentVolumes a pod uses, with what the rules need of each, and the claim's volume health
+    as CSI-Addons reports it (empty when it does not)."""
     ns = pod["metadata"]["namespace"]
     claims = dict(((c["metadata"]["namespace"], c["metadata"]["name"]), c) for c in pvcs)
     by_name = dict((p["metadata"]["name"], p) for p in pvs)
@@ -102,7 +128,8 @@ def pod_volumes(pod, pvcs, pvs):
         csi = pv.get("spec", {}).get("csi") or {}
         kind, image = pv_rbd_image(pv)
         out.append({"pvc": claim, "pv": pv["metadata"]["name"], "kind": kind, "image": image,
-                    "driver": csi.get("driver"), "handle": csi.get("volumeHandle")})
+                    "driver": csi.get("driver"), "handle": csi.get("volumeHandle"),
+                    "health": volume_health(pvc, nodes)})
     return out
 
 
@@ -133,7 +160,7 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
     messages = [e.get("message", "") for e in events
                 if (e.get("involvedObject") or {}).get("uid") in (None, meta.get("uid"))
                 and (e.get("involvedObject") or {}).get("name") == meta["name"]]
-    volumes = pod_volumes(pod, pvcs, pvs)
+    volumes = pod_volumes(pod, pvcs, pvs, nodes)
     evidence = []
     incident = "unknown"
     target = {}
@@ -205,6 +232,10 @@ def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, 
                 target = {"pv": vol["pv"], "volumeattachments": [va["metadata"]["name"] for va in elsewhere]}
                 break
 
+    # CSI-Addons' volume health: evidence of an abnormal volume, whatever the incident
+    evidence += ["volume health of claim %s on %s: %s since %s (CSI-Addons, last checked %s)" % (
+        vol["pvc"], h["node"], h["state"], h["since"] or "?", h["last_checked"] or "?")
+        for vol in volumes for h in vol["health"] if h["state"] != "healthy"]
     age = age_seconds(meta.get("creationTimestamp"), now)
     next_step = None
     if incident in PLAYBOOKS:
@@ -253,7 +284,17 @@ def diagnose(pods, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git
             for p in stuck_pods(pods, events, threshold, now)]
 
 
-def table(diagnoses, node_volumes=None):
+def blocklist_lines(owned):
+    """The table's lines for the blocklist: each entry with its owners, and its flags."""
+    lines = []
+    for o in owned or []:
+        owners = ", ".join("%s %s" % (w["kind"], w.get("name") or "?") for w in o["owners"]) or "nobody known"
+        lines.append("  - %s (%s)%s" % (o["entry"], owners,
+                                        "".join("; " + f["flag"] for f in o["flags"])))
+    return ["", "blocklist: %d entr%s" % (len(owned), "y" if len(owned) == 1 else "ies")] + lines if owned else []
+
+
+def table(diagnoses, node_volumes=None, owned=None):
     """A fixed-width table for a terminal or a job log; then, for each node that is not Ready,
     its volumes and what node_failover would do for each (node_volumes: down_node_volumes())."""
     rows = [("NAMESPACE", "POD", "NODE", "AGE", "INCIDENT", "NEXT")]
@@ -276,4 +317,4 @@ def table(diagnoses, node_volumes=None):
         lines.append("")
         lines.append("node %s (Ready=%s) holds %d volume(s):" % (entry["node"], entry["ready"], len(entry["volumes"])))
         lines.extend("  - " + v["line"] for v in entry["volumes"])
-    return lines
+    return lines + blocklist_lines(owned)

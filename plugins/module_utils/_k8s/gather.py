@@ -180,12 +180,12 @@ def _paths(resource_path, plural, namespaces, group='', version='v1'):
 def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE, now=None, workers=READ_WORKERS):
     """Read what the diagnosis needs and join it (see the module docstring). Returns a dict:
     server_version, objects (pods: the stuck pods; events, pvcs, pvs, volumeattachments, nodes:
-    what their classification reads), stuck (the first classification, without watchers or
+    what their classification reads; networkfences, whose blocklist entries are theirs), stuck (the first classification, without watchers or
     locks), images (rbd-csi and rbd-intree lists), node_addresses, nodes_not_ready
     (_safety.down_node_volumes) and listed (how many objects of each kind were read)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     namespaces = sorted(set(namespaces or []))
-    listed = dict(pods=0, events=0, nodes=0, pvcs=0, pvs=0, volumeattachments=0)
+    listed = dict(pods=0, events=0, nodes=0, pvcs=0, pvs=0, volumeattachments=0, networkfences=0)
     version = (api.server_version() or {}).get('gitVersion')
 
     nodes = api.list(resource_path('', 'v1', 'nodes'), what=('Node', None), page=page)
@@ -231,12 +231,19 @@ def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE
                          for name in sorted(pv_names)], workers)
     listed['pvs'] = len(pvs)
 
+    # the NetworkFences, when CSI-Addons is installed: the blocklist entries they made are theirs
+    fences = []
+    if api.served('csiaddons.openshift.io', 'v1alpha1', 'networkfences'):
+        fences = api.list(resource_path('csiaddons.openshift.io', 'v1alpha1', 'networkfences'),
+                          what=('NetworkFence', None), page=page)
+    listed['networkfences'] = len(fences)
+
     events = events_of(stuck, warnings)
     first = diagnose(stuck, events, pvcs, pvs, vas, nodes, git_version=version, threshold=threshold, now=now)
     images = rbd_images(first)
     objects = dict(pods=[slim(p) for p in stuck], events=[slim(e) for e in events], pvcs=[slim(c) for c in pvcs],
                    pvs=[slim(p) for p in pvs], volumeattachments=[slim(v) for v in vas],
-                   nodes=[slim(n) for n in nodes])
+                   nodes=[slim(n) for n in nodes], networkfences=[slim(f) for f in fences])
     return dict(server_version=version, objects=objects, stuck=first,
                 images=images, node_addresses=addresses_by_node(nodes),
                 nodes_not_ready=down_node_volumes(nodes, list(down_pods.values()), pvcs, pvs, vas),

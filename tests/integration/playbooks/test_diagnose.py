@@ -64,6 +64,34 @@ def test_diagnose_classifies_every_seed_and_writes_a_report(incidents, lab, lab_
     assert blocklist_and_objects(lab) == before
 
 
+def test_diagnose_ties_blocklist_entries_to_their_owners(incidents, lab, lab_inventory, tmp_path):
+    """Entries of each kind next to the stuck pods: the dead node-b's own address (its node), a Ready node's
+    address (flagged: its clients are cut off) and an address nothing known has."""
+    stuck = incidents["stale-rbd-watcher"]["stuck_pod"]
+    entries = [lab.nodes["node-b"] + ":0/4242", lab.nodes["node-a"] + ":0/4343", "192.0.2.77:0/1"]
+    report = tmp_path / "report.json"
+    try:
+        for entry in entries:
+            lab.ceph("osd", "blocklist", "add", entry, "600")
+        run = run_playbook(lab_inventory, PLAYBOOK, {"stuck_threshold_seconds": 1, "report_path": str(report)})
+    finally:
+        for entry in entries:
+            lab.ceph("osd", "blocklist", "rm", entry)
+    assert run.rc == 0, run.stdout[-3000:]
+    data = json.loads(report.read_text())
+    owned = dict((o["entry"], o) for o in data["blocklist_owners"])
+    # node-b's address, which ceph-csi also recorded when node-b staged the stuck pod's image
+    assert [(w["kind"], w["name"]) for w in owned[entries[0]]["owners"]] == [("node", "node-b"),
+                                                                            ("ceph-csi-client", "node-b")]
+    assert owned[entries[0]]["flags"] == []
+    assert [f["flag"] for f in owned[entries[1]]["flags"]] == ["covers-ready-node"]
+    assert owned[entries[2]]["owners"] == [] and [f["flag"] for f in owned[entries[2]]["flags"]] == ["unknown-owner"]
+    pod = [p for p in data["pods"] if p["pod"] == stuck][0]
+    assert entries[0] in [o["entry"] for o in pod["blocklist"]]  # the holder's, next to the stuck pod
+    table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | print the report"][0]["msg"]
+    assert "  - 192.0.2.77:0/1 (nobody known); unknown-owner" in table
+
+
 def test_diagnose_in_check_mode_changes_nothing(incidents, lab, lab_inventory, tmp_path):
     from kubeemu.client import KubeClient, server_from_kubeconfig
     kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))

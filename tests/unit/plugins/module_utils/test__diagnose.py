@@ -157,3 +157,26 @@ def test_pv_rbd_image():
     assert pv_rbd_image({"spec": {"rbd": {"pool": "mioss", "image": "index-api-image"}}}) == ("rbd-intree", "mioss/index-api-image")
     assert pv_rbd_image({"spec": {"csi": {"driver": "csi-unity.dellemc.com", "volumeHandle": "h"}}}) == ("csi", None)
     assert pv_rbd_image({"spec": {"hostPath": {"path": "/x"}}}) == ("other", None)
+
+
+def test_volume_health_of_csi_addons_is_evidence_and_read_per_node():
+    claim = pvc("data-0", "pv-0")
+    claim["metadata"]["annotations"] = {
+        # as the CSI-Addons sidecar writes it, per node uid
+        "csiaddons.openshift.io/volumehealth.uid-b": '{"state":"unhealthy","lastChecked":"2026-11-21T05:59:00Z",'
+                                                     '"since":"2026-11-21T05:40:00Z","node":"node-b"}',
+        "csiaddons.openshift.io/volumehealth.uid-c": '{"state":"healthy","lastChecked":"2026-11-21T05:59:00Z"}',
+        "csiaddons.openshift.io/volumehealth.uid-x": "not json",
+        "example.com/other": "kept out"}
+    nodes = [dict(n, metadata=dict(n["metadata"], uid="uid-" + n["metadata"]["name"][-1])) for n in NODES]
+    (d,) = diagnose([pod("web-0", "node-a", "data-0")], [], [claim], [rbd_csi_pv("pv-0", "img")], [], nodes, now=NOW)
+    assert d["volumes"][0]["health"] == [
+        {"node": "node-b", "state": "unhealthy", "last_checked": "2026-11-21T05:59:00Z", "since": "2026-11-21T05:40:00Z"},
+        {"node": "node-c", "state": "healthy", "last_checked": "2026-11-21T05:59:00Z", "since": None},
+        {"node": "uid-x", "state": "unreadable", "last_checked": None, "since": None}]
+    assert ("volume health of claim data-0 on node-b: unhealthy since 2026-11-21T05:40:00Z (CSI-Addons, last checked "
+            "2026-11-21T05:59:00Z)") in d["evidence"]
+    assert not any("node-c" in e for e in d["evidence"])
+    (plain,) = diagnose([pod("web-0", "node-a", "data-0")], [], [pvc("data-0", "pv-0")], [rbd_csi_pv("pv-0", "img")],
+                        [], NODES, now=NOW)
+    assert plain["volumes"][0]["health"] == [] and plain["evidence"] == []

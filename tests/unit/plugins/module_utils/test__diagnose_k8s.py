@@ -38,7 +38,8 @@ OLD = "2026-11-21T05:50:00Z"
 NEW = "2026-11-21T05:59:58Z"
 
 KINDS = {"pods": "Pod", "events": "Event", "nodes": "Node", "persistentvolumeclaims": "PersistentVolumeClaim",
-         "persistentvolumes": "PersistentVolume", "volumeattachments": "VolumeAttachment", "leases": "Lease"}
+         "persistentvolumes": "PersistentVolume", "volumeattachments": "VolumeAttachment", "leases": "Lease",
+         "networkfences": "NetworkFence"}
 
 
 def _field(obj, path):
@@ -61,6 +62,11 @@ class FakeApi(object):
     def server_version(self):
         self.requests.append(("GET", "/version", None))
         return {"gitVersion": self.version}
+
+    def served(self, group, version, plural):
+        """Discovery, one request: a kind is served when the test's cluster has a list of it."""
+        self.requests.append(("GET", "/apis/%s/%s" % (group, version), None))
+        return plural in self.objects
 
     def _parse(self, path):
         parts = path.strip("/").split("/")
@@ -295,7 +301,8 @@ def test_reads_grow_with_the_stuck_pods_not_with_the_cluster(workloads):
     assert again == got["stuck"]
     assert [n["node"] for n in got["nodes_not_ready"]] == ["dead"]
     # Pods: 40 stuck + 40 on the dead node; events: the 40 warnings; claims and PVs: 40 each.
-    assert got["listed"] == dict(pods=80, events=40, nodes=21, pvcs=40, pvs=40, volumeattachments=workloads + 40)
+    assert got["listed"] == dict(pods=80, events=40, nodes=21, pvcs=40, pvs=40, volumeattachments=workloads + 40,
+                                 networkfences=0)
     # What is returned does not grow with the cluster either.
     assert len(got["objects"]["volumeattachments"]) == 40
     assert all("images" not in n["status"] and "managedFields" not in n["metadata"] for n in got["objects"]["nodes"])
