@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import KubeApi, TransportError
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import merge_patch_applied
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import attachment_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.volumeattachment_ops import VolumeAttachments
 
@@ -37,17 +38,7 @@ SERVED = {
 CUSTOM = ('networkfences', 'networkfenceclasses', 'csiaddonsnodes')
 
 
-def merge(target, patch):
-    """RFC 7386."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge(out.get(key), value)
-    return out
+merge = merge_patch_applied  # RFC 7386, as the API server applies it
 
 
 class FakeKube(object):
