@@ -13,13 +13,18 @@ module: fencing_readiness_info
 short_description: Would fencing a node work if it died now? The Kubernetes side, check by check
 version_added: 0.3.0
 description:
-  - Reads the cluster once (the server version, every Node, and when CSI-Addons is installed every NetworkFence,
-    NetworkFenceClass and CSIAddonsNode) and answers, check by check, whether each fencing path of the collection
-    would work on the cluster it points at, with what to fix for each check that does not pass.
+  - Reads the cluster once (the server version, every Node, CSIDriver, StorageClass and Deployment, ceph-csi-operator's
+    Drivers when served, and when CSI-Addons is installed every NetworkFence, NetworkFenceClass and CSIAddonsNode)
+    and answers, check by check, whether each fencing path of the collection would work on the cluster it points
+    at, with what to fix for each check that does not pass.
   - C(kubernetes-version) - the out-of-service taint detaches volumes (1.26 and later); before 1.24, the
     attachment-name collision.
   - C(node-addresses), C(node-address-sharing) - every node has an address of O(address_types), and no two nodes
     share one (invariant I1 never fences a shared address).
+  - C(csidriver), C(controller-publish-secret), C(ceph-csi-fencing) - the driver's CSIDriver requires attachment, its
+    StorageClasses name the controller-publish secret, and its controller plugin runs with fencing on
+    (C(--enable-fencing) on the cephcsi container of a Deployment with C(--controllerserver=true) and
+    C(--drivername=<driver>), or ceph-csi-operator's C(Driver.spec.enableFencing)).
   - C(csi-addons), C(networkfence-class), C(csiaddonsnode), C(csiaddonsnode-controller), C(csiaddonsnode-nodes) -
     the NetworkFence API, a NetworkFenceClass for O(driver), the CSIAddonsNodes that carry fence requests (without
     any, a NetworkFence fails with "no connections for driver"), the controller plugin's one Connected (found by
@@ -98,7 +103,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import option_problems
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.readiness import (
-    address_checks, csi_addons_checks, node_fences_check, overall, version_check)
+    address_checks, ceph_csi_checks, csi_addons_checks, node_fences_check, overall, version_check)
 
 
 def main():
@@ -129,10 +134,17 @@ def main():
         fences = list(ops.read_fences().values()) if fences_served else []
         classes = ops.read_classes() if fences_served else {}
         addons_served, addons = ops.addons_nodes()
+        csidrivers = api.list(resource_path('storage.k8s.io', 'v1', 'csidrivers'), what=('CSIDriver', None))
+        storageclasses = api.list(resource_path('storage.k8s.io', 'v1', 'storageclasses'), what=('StorageClass', None))
+        deployments = api.list(resource_path('apps', 'v1', 'deployments'), what=('Deployment', None))
+        operator_drivers = []
+        if api.served('csi.ceph.io', 'v1', 'drivers'):
+            operator_drivers = api.list(resource_path('csi.ceph.io', 'v1', 'drivers'), what=('Driver', None))
     except K8sError as exc:
         module.fail_json(**exc.fail_kwargs())
     checks = [version_check(version)]
     checks.extend(address_checks(nodes, p['address_types']))
+    checks.extend(ceph_csi_checks(p['driver'], csidrivers, storageclasses, deployments, operator_drivers))
     checks.extend(csi_addons_checks(nodes, p['driver'], fences_served, classes, addons_served, addons))
     if fences_served:
         checks.append(node_fences_check(nodes, fences, p['node_fences_set'], p['node_fences_name_prefix'],

@@ -160,6 +160,83 @@ def csi_addons_checks(nodes, driver, fences_served, classes, addons_served, addo
     return out
 
 
+PUBLISH_SECRET = 'csi.storage.k8s.io/controller-publish-secret-name'
+PUBLISH_SECRET_NAMESPACE = 'csi.storage.k8s.io/controller-publish-secret-namespace'
+
+
+def _args(container):
+    return [str(a) for a in (container.get('command') or []) + (container.get('args') or [])]
+
+
+def _flag(args, name):
+    """The value of --name or --name=value in a container's arguments: True for a bare flag, None if absent."""
+    for arg in args:
+        if arg == '--' + name:
+            return True
+        if arg.startswith('--' + name + '='):
+            return arg.split('=', 1)[1]
+    return None
+
+
+def ceph_csi_checks(driver, csidrivers, storageclasses, workloads, operator_drivers=None):
+    """The driver's own settings fencing depends on: its CSIDriver requires attachment (no VolumeAttachment,
+    no ControllerUnpublish: ceph-csi never learns a node lost a volume), its StorageClasses name the
+    controller-publish secret (ControllerPublish/Unpublish act on Ceph with it), and its controller plugin runs
+    with fencing on (--enable-fencing on the cephcsi container with --controllerserver=true and
+    --drivername=<driver> of a Deployment, or ceph-csi-operator's Driver.spec.enableFencing)."""
+    out = []
+    csidriver = dict((_name(d), d) for d in csidrivers or []).get(driver)
+    if csidriver is None:
+        out.append(check('csidriver', FAIL, 'no CSIDriver named %s: no volume of this driver can be fenced' % driver,
+                         'check the driver name (the provisioner of its StorageClasses)'))
+    elif ((csidriver.get('spec') or {}).get('attachRequired', True)) is False:
+        out.append(check('csidriver', WARN, 'CSIDriver %s has attachRequired=false: no VolumeAttachments, so no '
+                                            'ControllerUnpublish tells the driver that a node lost a volume' % driver,
+                         'set attachRequired: true (ceph-csi RBD deploys it so)'))
+    else:
+        out.append(check('csidriver', PASS, 'CSIDriver %s requires attachment' % driver))
+    classes = [c for c in storageclasses or [] if c.get('provisioner') == driver]
+    without = sorted(_name(c) for c in classes
+                     if not ((c.get('parameters') or {}).get(PUBLISH_SECRET)
+                             and (c.get('parameters') or {}).get(PUBLISH_SECRET_NAMESPACE)))
+    if not classes:
+        out.append(check('controller-publish-secret', WARN, 'no StorageClass has %s as its provisioner' % driver,
+                         'check the driver name'))
+    elif without:
+        out.append(check('controller-publish-secret', WARN, 'StorageClasses without the controller-publish secret: '
+                                                            '%s' % ', '.join(without),
+                         'add %s and %s (the Ceph user the controller plugin fences with)'
+                         % (PUBLISH_SECRET, PUBLISH_SECRET_NAMESPACE)))
+    else:
+        out.append(check('controller-publish-secret', PASS, 'every StorageClass of %s (%d) names the '
+                                                            'controller-publish secret' % (driver, len(classes))))
+    seen = []
+    for workload in workloads or []:
+        template = (((workload.get('spec') or {}).get('template') or {}).get('spec') or {})
+        for container in template.get('containers') or []:
+            args = _args(container)
+            if _flag(args, 'drivername') == driver and str(_flag(args, 'controllerserver')).lower() == 'true':
+                fencing = _flag(args, 'enable-fencing')
+                seen.append(('%s/%s' % ((workload.get('metadata') or {}).get('namespace'), _name(workload)),
+                             fencing is True or str(fencing).lower() == 'true'))
+    for item in operator_drivers or []:
+        if _name(item) == driver:
+            seen.append(('Driver %s' % driver, bool((item.get('spec') or {}).get('enableFencing'))))
+    if not seen:
+        out.append(check('ceph-csi-fencing', WARN, 'the controller plugin of %s was not found (a Deployment running '
+                                                   'cephcsi with --drivername=%s --controllerserver=true, or a '
+                                                   'ceph-csi-operator Driver)' % (driver, driver),
+                         'check by hand that it runs with --enable-fencing (Driver.spec.enableFencing)'))
+    elif all(on for _where, on in seen):
+        out.append(check('ceph-csi-fencing', PASS, 'fencing on: %s' % ', '.join(w for w, _on in seen)))
+    else:
+        out.append(check('ceph-csi-fencing', FAIL, 'fencing off in %s: detaching a volume from a lost node fences '
+                                                   'nothing (rook#16513)' % ', '.join(w for w, on in seen if not on),
+                         'run the controller plugin with --enable-fencing=true (ceph-csi-operator: '
+                         'Driver.spec.enableFencing: true)'))
+    return out
+
+
 def node_fences_check(nodes, fences, fence_set='default', name_prefix='volfence-', address_types=('InternalIP',)):
     """The node_fences role's pre-created fences: one per node, Unfenced, with the node's current addresses
     (a fence made before an address changed would fence the wrong one: rook#12923)."""

@@ -22,6 +22,24 @@ def world(kube, crds, label, cleanup):
     b.addons_node("vft-%s-provisioner-0" % label, driver, w["a"])
     for node in (w["a"], w["b"]):
         b.addons_node("vft-%s-nodeplugin-%s" % (label, node[-1]), driver, node)
+    # ceph-csi's own objects for the test's driver: its CSIDriver, a StorageClass, the controller plugin
+    kube.create("/apis/storage.k8s.io/v1/csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                                                       "metadata": b.meta(driver), "spec": {"attachRequired": True}})
+    cleanup.append("/apis/storage.k8s.io/v1/csidrivers/" + driver)
+    kube.create("/apis/storage.k8s.io/v1/storageclasses", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": b.meta("vft-%s-sc" % label),
+        "provisioner": driver, "parameters": {"csi.storage.k8s.io/controller-publish-secret-name": "s",
+                                              "csi.storage.k8s.io/controller-publish-secret-namespace": "default"}})
+    cleanup.append("/apis/storage.k8s.io/v1/storageclasses/vft-%s-sc" % label)
+    w["controller"] = "/apis/apps/v1/namespaces/default/deployments/vft-%s-ctrl" % label
+    kube.create("/apis/apps/v1/namespaces/default/deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": b.meta("vft-%s-ctrl" % label, namespace="default"),
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "ctrl"}}, "template": {
+            "metadata": {"labels": {"app": "ctrl"}},
+            "spec": {"containers": [{"name": "csi-rbdplugin", "image": "cephcsi",
+                                     "args": ["--drivername=" + driver, "--controllerserver=true",
+                                              "--enable-fencing=true"]}]}}}})
+    cleanup.append(w["controller"])
     return w
 
 
@@ -47,12 +65,17 @@ def test_a_ready_world_and_each_failure_named_with_its_fix(ansible, kube, world,
     create_fences(ansible, world, cleanup)
     result, checks = readiness(ansible, world)
     assert result["server_version"]
-    for name in ("csi-addons", "networkfence-class", "csiaddonsnode", "csiaddonsnode-controller", "node-fences"):
+    for name in ("csidriver", "controller-publish-secret", "ceph-csi-fencing", "csi-addons", "networkfence-class",
+                 "csiaddonsnode", "csiaddonsnode-controller", "node-fences"):
         assert checks[name]["verdict"] == "pass", checks[name]
     assert world["b"] not in checks["csiaddonsnode-nodes"]["detail"] or checks["csiaddonsnode-nodes"]["verdict"] == "pass"
     assert world["a"] not in checks["node-address-sharing"]["detail"]
 
-    # node b's sidecar fails, node c shares node a's address, node b's address changed after its fence was made
+    # fencing off in the controller plugin, node b's sidecar fails, node c shares node a's address, node b's
+    # address changed after its fence was made
+    kube.patch(world["controller"], {"spec": {"template": {"spec": {"containers": [{
+        "name": "csi-rbdplugin", "image": "cephcsi", "args": ["--drivername=" + world["driver"],
+                                                              "--controllerserver=true"]}]}}}})
     kube.status(ADDONS + "/vft-%s-nodeplugin-b" % world["label"], {"state": "Failed", "message": "no route"})
     c = world["builder"].node("vft-%s-c" % world["label"], "198.51.100.31")
     kube.status("/api/v1/nodes/" + world["b"], {"addresses": [{"type": "InternalIP", "address": "198.51.100.42"}]})
@@ -66,6 +89,8 @@ def test_a_ready_world_and_each_failure_named_with_its_fix(ansible, kube, world,
     assert fences["verdict"] == "fail"
     assert "%s%s has 198.51.100.32/32, the node now 198.51.100.42/32" % (world["prefix"], world["b"]) in fences["detail"]
     assert "node_fences role" in fences["fix"]
+    fencing = checks["ceph-csi-fencing"]
+    assert fencing["verdict"] == "fail" and "default/vft-%s-ctrl" % world["label"] in fencing["detail"]
 
 
 def test_no_csiaddonsnode_for_the_driver_fails(ansible, kube, world):

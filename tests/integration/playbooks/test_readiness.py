@@ -7,6 +7,7 @@ import os
 import pytest
 
 from labtools import REPO, blocklist_entries, run_module, run_playbook
+from volfence_lab.scenarios import base_objects
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "readiness.yml")
 DRIVER = "rbd.csi.ceph.com"
@@ -17,8 +18,11 @@ PROBE = "192.0.2.1:0/3735928559"
 
 @pytest.fixture
 def fencing_ready(clean_lab, kube, lab_inventory):
-    """The lab with what fencing needs besides the CSIAddonsNodes it has: a NetworkFenceClass for the lab's
-    driver and the node_fences role's fences (the module call the role makes), removed afterwards."""
+    """The lab with what fencing needs besides the CSIAddonsNodes it has: ceph-csi's own objects (CSIDriver,
+    StorageClass with the controller-publish secret, the controller plugin with fencing on: the lab's scenarios
+    make them), a NetworkFenceClass for the lab's driver and the node_fences role's fences (the module call the
+    role makes), the last two removed afterwards."""
+    base_objects(kube)
     if kube.find("networkfenceclasses", "vft-readiness") is None:  # left by an interrupted run
         kube.create("networkfenceclasses", {"apiVersion": "csiaddons.openshift.io/v1alpha1",
                                             "kind": "NetworkFenceClass", "metadata": {"name": "vft-readiness"},
@@ -51,11 +55,12 @@ def test_a_lab_ready_for_fencing_passes_every_check(fencing_ready, lab_inventory
     run, report, checks = readiness(lab_inventory, tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
     assert report["verdict"] == "pass", [c for c in report["checks"] if c["verdict"] != "pass"]
-    assert set(checks) == {"kubernetes-version", "node-addresses", "node-address-sharing", "csi-addons",
+    assert set(checks) == {"kubernetes-version", "node-addresses", "node-address-sharing", "csidriver",
+                           "controller-publish-secret", "ceph-csi-fencing", "csi-addons",
                            "networkfence-class", "csiaddonsnode", "csiaddonsnode-controller", "csiaddonsnode-nodes",
                            "node-fences", "ceph-connection", "ceph-versions", "ceph-range-fence",
                            "ceph-fence-permission"}
-    assert "fencing readiness: PASS, 13 pass, 0 warn, 0 fail" in run.stdout
+    assert "fencing readiness: PASS, 16 pass, 0 warn, 0 fail" in run.stdout
     assert PROBE not in blocklist_entries(fencing_ready)  # the probe entry is gone again
 
 

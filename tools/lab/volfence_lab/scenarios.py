@@ -63,7 +63,8 @@ def wait(what, predicate, timeout=60):
 
 
 def base_objects(kube):
-    """StorageClass, CSIDriver and the node-stage secret a ceph-csi install has."""
+    """StorageClass, CSIDriver, the secret a ceph-csi install has, and its controller plugin's Deployment: with no
+    replica (the lab's stand-ins do its work), it carries the flags readiness reads, as ceph-csi's does."""
     if kube.find("namespaces", CSI_NAMESPACE) is None:
         kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CSI_NAMESPACE}})
     kube.apply("storageclasses", {
@@ -71,12 +72,24 @@ def base_objects(kube):
         "provisioner": LAB_DRIVER, "reclaimPolicy": "Delete",
         "parameters": {"clusterID": "lab", "pool": "rbd",
                        "csi.storage.k8s.io/node-stage-secret-name": "csi-rbd-secret",
-                       "csi.storage.k8s.io/node-stage-secret-namespace": CSI_NAMESPACE}})
+                       "csi.storage.k8s.io/node-stage-secret-namespace": CSI_NAMESPACE,
+                       "csi.storage.k8s.io/controller-publish-secret-name": "csi-rbd-secret",
+                       "csi.storage.k8s.io/controller-publish-secret-namespace": CSI_NAMESPACE}})
     kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
                               "metadata": {"name": LAB_DRIVER}, "spec": {"attachRequired": True}})
     kube.apply("secrets", {"apiVersion": "v1", "kind": "Secret",
                            "metadata": {"name": "csi-rbd-secret", "namespace": CSI_NAMESPACE},
                            "stringData": {"userID": "admin"}, "type": "Opaque"}, CSI_NAMESPACE)
+    labels = {"app": "csi-rbdplugin-provisioner"}
+    kube.apply("deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "csi-rbdplugin-provisioner", "namespace": CSI_NAMESPACE},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "csi-rbdplugin", "image": "quay.io/cephcsi/cephcsi:v3.15.1",
+                                     "args": ["--nodeid=$(NODE_ID)", "--type=rbd", "--controllerserver=true",
+                                              "--drivername=" + LAB_DRIVER, "--enable-fencing=true"]}]}}}},
+        CSI_NAMESPACE)
 
 
 def rbd_volume(cfg, kube, claim, csi=True, labels=None):

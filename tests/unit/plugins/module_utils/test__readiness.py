@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import plan as node_fences_plan
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.readiness import (
-    address_checks, ceph_checks, csi_addons_checks, node_fences_check, overall, probe_check, report, version_check)
+    address_checks, ceph_checks, ceph_csi_checks, csi_addons_checks, node_fences_check, overall, probe_check, report, version_check)
 
 DRIVER = 'rbd.csi.ceph.com'
 
@@ -146,3 +146,37 @@ def test_report_joins_the_sides_and_fails_from_the_chosen_verdict():
     assert report(k8s[:1], None)['checks'][-1]['check'] == 'ceph'
     down = report(k8s[:1], dict(failed=True, msg='timed out'))
     assert down['failed'] and [c['check'] for c in down['checks']] == ['kubernetes-version', 'ceph-connection']
+
+
+def controller(name, args, driver=DRIVER):
+    return {'metadata': {'name': name, 'namespace': 'rook-ceph'},
+            'spec': {'template': {'spec': {'containers': [
+                {'name': 'csi-provisioner', 'args': ['--csi-address=$(ADDRESS)']},
+                {'name': 'csi-rbdplugin', 'args': ['--drivername=%s' % driver, '--type=rbd', '--controllerserver=true']
+                 + args}]}}}}
+
+
+CSIDRIVERS = [{'metadata': {'name': DRIVER}, 'spec': {'attachRequired': True}}]
+CLASSES_SC = [{'metadata': {'name': 'ceph-rbd'}, 'provisioner': DRIVER,
+               'parameters': {'csi.storage.k8s.io/controller-publish-secret-name': 'csi-rbd-provisioner',
+                              'csi.storage.k8s.io/controller-publish-secret-namespace': 'rook-ceph'}}]
+
+
+def test_ceph_csi_with_fencing_on_passes():
+    checks = ceph_csi_checks(DRIVER, CSIDRIVERS, CLASSES_SC, [controller('csi-rbdplugin-provisioner',
+                                                                         ['--enable-fencing=true'])])
+    assert set(verdicts(checks).values()) == {'pass'}, checks
+    operator = [{'metadata': {'name': DRIVER}, 'spec': {'enableFencing': True}}]
+    assert verdicts(ceph_csi_checks(DRIVER, CSIDRIVERS, CLASSES_SC, [], operator))['ceph-csi-fencing'] == 'pass'
+
+
+def test_ceph_csi_without_fencing_fails_and_each_missing_setting_is_named():
+    checks = ceph_csi_checks(DRIVER, [{'metadata': {'name': DRIVER}, 'spec': {'attachRequired': False}}],
+                             [dict(CLASSES_SC[0], parameters={})],
+                             [controller('csi-rbdplugin-provisioner', []),
+                              controller('other', ['--enable-fencing'], driver='cephfs.csi.ceph.com')])
+    assert verdicts(checks) == {'csidriver': 'warn', 'controller-publish-secret': 'warn', 'ceph-csi-fencing': 'fail'}
+    assert 'rook-ceph/csi-rbdplugin-provisioner' in checks[2]['detail'] and '--enable-fencing=true' in checks[2]['fix']
+    assert 'ceph-rbd' in checks[1]['detail']
+    nothing = verdicts(ceph_csi_checks(DRIVER, [], [], []))
+    assert nothing == {'csidriver': 'fail', 'controller-publish-secret': 'warn', 'ceph-csi-fencing': 'warn'}
