@@ -144,8 +144,20 @@ def test_mixed_node_recovers_and_reports_the_volumes_it_did_not_touch(mixed_fail
     assert any(other["pv"] in line and "neither fenced nor detached" in line for line in lines)
 
 
+OTHER_REMEDIATORS = {"medik8s.io/remediation", "node.kubernetes.io/out-of-service"}
+
+
+@pytest.fixture
+def others_taints_removed(kube):
+    """After the test, node-b without the other remediators' taints it added: a NoExecute taint left there would
+    keep every later test's pod off node-b (the lab, as the scheduler, places no pod on such a node)."""
+    yield
+    taints = kube.get("nodes", "node-b")["spec"].get("taints") or []
+    kube.patch("nodes", "node-b", {"spec": {"taints": [t for t in taints if t.get("key") not in OTHER_REMEDIATORS]}})
+
+
 def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(clean_lab, kube, incident, lab_inventory,
-                                                                            tmp_path):
+                                                                            tmp_path, others_taints_removed):
     """Self Node Remediation is at work on node-b when the failover runs: the report names its taint. After the
     fence a person declares node-b shut down (out-of-service taint). node_recover lifts the fence, leaves the
     person's taint and the remediator's, and says whose they are; remove_others_taint=true removes the
