@@ -47,7 +47,7 @@ VENV_BIN = os.path.join(VENV, "bin")
 
 # Paths that must never be in the tarball (prefixes of member names).
 FORBIDDEN_IN_TARBALL = (".venv/", ".lab", ".cache/", "tests/output/", ".git/", "dist/", ".pytest_cache/",
-                        ".ansible/", ".ci/")
+                        ".ansible/", ".ci/", "tools/", "scripts/", "tests/integration/lab/")
 # A tarball above this is a sign that something big got in (it is ~0.2 MiB at 0.1.0).
 MAX_TARBALL_BYTES = 5 * 1024 * 1024
 CEPH_SYSTEM_PACKAGES = ("ceph-common", "python3-rados", "python3-rbd")
