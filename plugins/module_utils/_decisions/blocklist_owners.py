@@ -23,12 +23,9 @@ __metaclass__ = type
 
 import ipaddress
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import node_addresses, node_ready
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+    node_addresses, node_ready, object_name as _name)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import normalize_ip, read_marker
-
-
-def _name(obj):
-    return ((obj or {}).get('metadata') or {}).get('name')
 
 
 def _network(entry):

@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
-    node_addresses, node_ready, parse_kube_version)
+    node_addresses, node_ready, object_name as _name, parse_kube_version)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import plan as node_fences_plan
 
 PASS, WARN, FAIL = 'pass', 'warn', 'fail'
@@ -43,10 +43,6 @@ def overall(checks):
         if _ORDER.get(item.get('verdict'), 0) > _ORDER[worst]:
             worst = item['verdict']
     return worst
-
-
-def _name(obj):
-    return ((obj or {}).get('metadata') or {}).get('name')
 
 
 def version_check(git_version):

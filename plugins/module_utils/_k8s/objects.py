@@ -91,6 +91,11 @@ def node_not_ready_for(node, now=None):
     return age_seconds(cond.get('lastTransitionTime'), now)
 
 
+def object_name(obj):
+    """metadata.name of an API object as a dict; None when it has none."""
+    return ((obj or {}).get('metadata') or {}).get('name')
+
+
 def node_taints(node):
     return list(((node or {}).get('spec') or {}).get('taints') or [])
 
