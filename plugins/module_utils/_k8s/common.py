@@ -69,6 +69,7 @@ try:
     import kubernetes.client
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError
+    from kubernetes.watch.watch import iter_resp_lines
     import urllib3
     KUBERNETES_IMPORT_ERROR = None
 except ImportError:
@@ -304,7 +305,12 @@ class KubeApi(object):
 
     def list(self, path, what=None, label_selector=None, field_selector=None, page=500):
         """Every item of a collection (following `continue` tokens)."""
+        return self.list_versioned(path, what, label_selector, field_selector, page)[0]
+
+    def list_versioned(self, path, what=None, label_selector=None, field_selector=None, page=500):
+        """(every item of a collection, the list's resourceVersion): where a watch of it starts."""
         items = []
+        version = None
         token = None
         while True:
             query = [('limit', str(page))]
@@ -316,9 +322,29 @@ class KubeApi(object):
                 query.append(('continue', token))
             answer = self.request('GET', path, query=query, what=what)
             items.extend(answer.get('items') or [])
+            # the first page's version: later pages are of the same snapshot
+            version = version or (answer.get('metadata') or {}).get('resourceVersion')
             token = (answer.get('metadata') or {}).get('continue')
             if not token:
-                return items
+                return items, version
+
+    def watch(self, path, resource_version, timeout, field_selector=None):
+        """The events of a watch of `path` from `resource_version` ({type, object} dicts, BOOKMARKs
+        included), until the server ends it (after `timeout` seconds at most) or it breaks. A 410
+        Gone (the version is too old) comes as an ERROR event, as the API server sends it."""
+        query = [('watch', '1'), ('resourceVersion', str(resource_version)), ('allowWatchBookmarks', 'true'),
+                 ('timeoutSeconds', str(int(timeout)))]
+        if field_selector:
+            query.append(('fieldSelector', field_selector))
+        self.requests += 1
+        for line in self.transport.stream(path + '?' + urlencode(query), {'Accept': 'application/json'},
+                                          timeout + 30):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    raise K8sApiError('The Kubernetes API sent a watch event of %s that is not JSON' % path,
+                                      method='GET', path=path)
 
     def create(self, path, body, what=None):
         return self.request('POST', path, body=body, what=what)
@@ -425,6 +451,29 @@ class _ClientTransport(object):
             raise TransportError(transport_reason(exc))
         return resp.status, resp.reason, resp.headers, resp.data
 
+    def stream(self, url, headers, timeout):
+        """The lines of a streamed GET (a watch), read as they come; TransportError when it cannot
+        start, K8sApiError when the server refuses it."""
+        path, _sep, query = url.partition('?')
+        try:
+            resp = self.client.request('GET', path, query_params=parse_qsl(query, keep_blank_values=True),
+                                       header_params=dict(headers), serialize=False, _preload_content=False,
+                                       _request_timeout=(min(timeout, 10), timeout))
+        except DynamicApiError as exc:
+            if exc.status:
+                raise api_error('GET', path, exc.status, exc.reason, exc.body)
+            raise TransportError(exc.reason or 'no answer')
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(transport_reason(exc))
+        try:
+            for line in iter_resp_lines(resp):
+                yield line
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(transport_reason(exc))
+        finally:
+            resp.close()
+            resp.release_conn()
+
 
 def bounded_call(func, timeout, what):
     """func()'s result, or K8sConnectionError when it has not returned within `timeout` seconds.
@@ -483,7 +532,15 @@ def connect(module):
     client does when it is created: /version, /api, /apis) is bounded by request_timeout as a whole
     (I8); every later request by request_timeout per attempt (KubeApi)."""
     check_requirements(module)
-    params = module.params
+    return connect_params(module.params)
+
+
+def connect_params(params):
+    """connect() for options given as a dict (kubernetes.core's names; K8S_AUTH_* fill what is not
+    given), for code that is not a module: the EDA event source. Raises K8sError."""
+    if KUBERNETES_IMPORT_ERROR is not None:
+        raise K8sNotInstalled(missing_required_lib('kubernetes', reason='to talk to the Kubernetes API')
+                              + ' (interpreter: %s)' % sys.executable)
     timeout = params.get('request_timeout') or 30
     auth = dict((name, params[name]) for name in AUTH_ARG_SPEC if params.get(name) is not None)
     kubeconfig = auth.get('kubeconfig', os.environ.get('K8S_AUTH_KUBECONFIG'))
