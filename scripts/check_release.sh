@@ -7,7 +7,7 @@
 #   changelog       antsibull-changelog lint + lint-changelog-yaml; changelogs/fragments/ not empty
 #   ansible-lint    ansible-lint, production profile (.ansible-lint), offline
 #   galaxy-build    ansible-galaxy collection build; no .venv/.lab*/.cache/tests/output/dist/...
-#                   inside, every module and the EE metadata inside; size printed
+#                   inside, every module, event source, rulebook and the EE metadata inside; size printed
 #   galaxy-install  ansible-galaxy collection install <tarball> -p <empty path> --offline --no-deps
 #   module-docs     ansible-doc of every module, from that installed copy only
 #   module-run      `ansible localhost -m volfence.csi.<module>` from the installed copy: argument
@@ -16,6 +16,10 @@
 #                   selects ceph-common, python3-rados, python3-rbd on rpm and dpkg platforms
 #   ee-create       ansible-builder create on execution-environment.yml (context only, no engine);
 #                   the context's collection file installs as the EE's galaxy stage would
+#   de-create       the same on extensions/eda/decision-environment.yml (the EDA decision environment,
+#                   issue 15): kubernetes in its Python requirements, the Ceph client excluded
+#   eda             the installed copy's event sources and rulebooks as ansible-rulebook finds them by
+#                   FQCN; rulebooks valid for its schema, conditions parsed (no JVM, nothing run)
 #   docs            scripts/build_docs.sh --check: docs render and lint clean, docs/modules current
 #
 # Ends with the line `release: N passed, N failed`; exit status 1 if any step failed, 2 on
@@ -28,7 +32,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VOLFENCE_VENV:-$REPO/.venv}"
 
 case "${1:-}" in
-    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 
 if [ ! -x "$VENV/bin/python" ] || [ ! -x "$VENV/bin/ansible-builder" ]; then

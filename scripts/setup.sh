@@ -10,8 +10,8 @@
 #   VOLFENCE_VENV=/path  use another virtualenv than <repo>/.venv
 #
 # Steps:
-#   1. Debian packages (Ceph lab + test tooling), installed only when `dpkg -s` says
-#      one is missing; `apt-get update` runs first in that case only.
+#   1. Debian packages (Ceph lab, test tooling, Java for ansible-rulebook), installed only
+#      when `dpkg -s` says one is missing; `apt-get update` runs first in that case only.
 #   2. Project virtualenv .venv with Python >= 3.12 (pyenv 3.12.1 preferred;
 #      VOLFENCE_PYTHON=/path/to/python overrides), recreated only if missing/broken.
 #      `pip install -r requirements-test.txt` runs only when the requirement files
@@ -39,11 +39,17 @@ PIP_CACHE_DIR_ANSIBLE_TEST="${HOME}/.ansible/test/cache"
 #   python3-venv: ensurepip for /usr/bin/python3.11, which ansible-test uses as the
 #                 Ceph-node target Python (scripts/ansible_test.sh, get_pip_offline.py)
 #   bindfs:       a real FUSE filesystem for the dead-fuse-mount (FUSE mount recovery) tests
-#   shellcheck: without it ansible-test skips its "shellcheck" sanity test
+#   the shellcheck package: without it ansible-test skips its "shellcheck" sanity test
 #   git:          ansible_test.sh lists files with git
 #   mmdebstrap:   builds the Debian roots of Ceph 20 and 18 (step 2b)
+#   openjdk-17-jre-headless: Java 17 for ansible-rulebook (EDA, issue 15; requirements-test.txt), whose
+#                 Drools rule engine runs in a JVM (drools_jpy over jpy loads lib/server/libjvm.so). The
+#                 headless JRE is enough (no JDK) and no JAVA_HOME is needed: ansible-rulebook asks the
+#                 `java` on PATH (/usr/bin/java) for its java.home. `.venv/bin/ansible-rulebook --version`
+#                 prints the Java it found.
 APT_PACKAGES=(ceph-mon ceph-osd ceph-mgr ceph-common python3-rados python3-rbd iproute2
-              python3-pytest fuse3 bindfs python3-venv shellcheck git mmdebstrap)
+              python3-pytest fuse3 bindfs python3-venv shellcheck git mmdebstrap
+              openjdk-17-jre-headless)
 
 LOG="$(mktemp "${TMPDIR:-/tmp}/volfence-setup.XXXXXX.log")"
 trap 'rm -f "$LOG"' EXIT

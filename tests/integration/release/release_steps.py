@@ -8,7 +8,7 @@ Steps, in order:
   changelog       antsibull-changelog lint (fragments and changelogs/changelog.yaml); fragments exist
   ansible-lint    ansible-lint with .ansible-lint (production profile, offline)
   galaxy-build    ansible-galaxy collection build: nothing of .venv/.lab*/.cache/tests/output/...
-                  inside, every module and the EE metadata inside, size measured
+                  inside, every module, event source and rulebook and the EE metadata inside, size measured
   galaxy-install  the tarball installs offline (--no-deps) into an empty collections path
   module-docs     ansible-doc of every module (and filter/lookup/... plugin), from that installed copy
   module-run      every module runs from the installed copy (ad hoc, argument validation), and
@@ -18,6 +18,11 @@ Steps, in order:
                   packages on rpm and dpkg platforms
   ee-create       ansible-builder create on execution-environment.yml: the build context (Containerfile,
                   galaxy requirements, the tarball) is complete and its collection file installs
+  de-create       the same for the decision environment, extensions/eda/decision-environment.yml (EDA,
+                  issue 15): kubernetes in its Python requirements, the Ceph client excluded
+  eda             the installed copy's event sources (extensions/eda/plugins/event_source: an
+                  `async def main(queue, args)`, YAML DOCUMENTATION/EXAMPLES) and rulebooks, found by FQCN
+                  through ansible-rulebook's own lookup, valid for its schema, their conditions parsed
   docs            scripts/build_docs.sh --check: plugin docs render, lint clean, docs/modules current
 
 Everything runs offline, without a container engine, a Galaxy server or the lab. Commands that
@@ -27,6 +32,7 @@ package's collections, e.g. kubernetes.core, stay visible through the Python pat
 """
 
 import argparse
+import ast
 import concurrent.futures
 import glob
 import json
@@ -47,10 +53,49 @@ VENV_BIN = os.path.join(VENV, "bin")
 
 # Paths that must never be in the tarball (prefixes of member names).
 FORBIDDEN_IN_TARBALL = (".venv/", ".lab", ".cache/", "tests/output/", ".git/", "dist/", ".pytest_cache/",
-                        ".ansible/", ".ci/", "tools/", "scripts/", "tests/integration/lab/")
+                        ".hypothesis/", ".ansible/", ".ci/", "tools/", "scripts/", "tests/integration/lab/")
 # A tarball above this is a sign that something big got in (it is ~0.2 MiB at 0.1.0).
 MAX_TARBALL_BYTES = 5 * 1024 * 1024
 CEPH_SYSTEM_PACKAGES = ("ceph-common", "python3-rados", "python3-rbd")
+# Event-Driven Ansible (issue 15): the decision environment's definition, the event sources' folder.
+DE_DEFINITION = os.path.join("extensions", "eda", "decision-environment.yml")
+EDA_SOURCES = os.path.join("extensions", "eda", "plugins", "event_source")
+EDA_RULEBOOKS = os.path.join("extensions", "eda", "rulebooks")
+# Run by the step `eda` in the venv's Python (ansible_rulebook), with ANSIBLE_COLLECTIONS_PATH set to
+# the installed copy: argv = FQCN, the installed collection's root. Prints one JSON line.
+EDA_RULEBOOK_CHECK = r"""
+import glob, json, os, sys
+from ansible_rulebook import collection
+from ansible_rulebook.rules_parser import parse_rule_sets
+from ansible_rulebook.validators import Validate
+
+fqcn, root = sys.argv[1], sys.argv[2]
+result = {"rulebooks": [], "problems": []}
+if collection.find_collection(fqcn) != root:
+    result["problems"].append("ansible-rulebook finds %s at %s, not at %s" % (fqcn, collection.find_collection(fqcn), root))
+for path in sorted(glob.glob(os.path.join(root, "extensions", "eda", "rulebooks", "*"))):
+    name, ext = os.path.splitext(os.path.basename(path))
+    ref = "%s.%s" % (fqcn, name)
+    if ext != ".yml":
+        result["problems"].append("%s: ansible-rulebook finds a collection's rulebooks by NAME.yml only" % path)
+        continue
+    try:
+        if not collection.has_rulebook(fqcn, name):
+            raise LookupError("not found")
+        data = collection.load_rulebook(fqcn, name)[1]
+        Validate.rulebook(data)
+        rulesets = parse_rule_sets(data)
+    except Exception as exc:
+        result["problems"].append("rulebook %s: %s: %s" % (ref, type(exc).__name__, exc))
+        continue
+    for ruleset in rulesets:
+        for source in ruleset.sources:
+            own = source.source_name.startswith(fqcn + ".")
+            if own and not collection.has_source(fqcn, source.source_name[len(fqcn) + 1:]):
+                result["problems"].append("rulebook %s: event source %s not found" % (ref, source.source_name))
+    result["rulebooks"].append(ref)
+print(json.dumps(result))
+"""
 
 
 class StepFailed(Exception):
@@ -226,6 +271,9 @@ class Release(object):
         wanted = ["meta/runtime.yml", "meta/execution-environment.yml", "meta/ee-requirements.txt",
                   "meta/ee-bindep.txt", "README.md"]
         wanted += ["plugins/modules/%s.py" % m for m in self.modules(REPO)]
+        # Event-Driven Ansible content (issue 15): every event source and rulebook of the checkout.
+        wanted += sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, EDA_SOURCES, "*.py"))
+                         + glob.glob(os.path.join(REPO, EDA_RULEBOOKS, "*.yml")))
         missing = [w for w in wanted if w not in members]
         if missing:
             raise StepFailed("missing from the tarball: %s" % ", ".join(missing))
@@ -409,51 +457,60 @@ class Release(object):
         return "python %s, system %s; bindep selects them on %s" % (
             ", ".join(ours_py), ", ".join(ours_sys), ", ".join(sorted(selected)))
 
-    def step_ee_create(self):
-        definition = read_yaml(os.path.join(REPO, "execution-environment.yml"))
+    def check_definition(self, relpath):
+        """Static checks of an ansible-builder v3 definition (REPO/relpath) that installs kubernetes.core
+        and this collection's tarball from the repository's dist/; returns (definition, base image, problems)."""
+        definition = read_yaml(os.path.join(REPO, relpath))
         problems = []
         if definition.get("version") != 3:
-            problems.append("execution-environment.yml: version %r, ansible-builder v3 wants 3" % definition.get("version"))
+            problems.append("%s: version %r, ansible-builder v3 wants 3" % (relpath, definition.get("version")))
         base_image = ((definition.get("images") or {}).get("base_image") or {}).get("name")
         if not base_image:
-            problems.append("execution-environment.yml: no images.base_image.name")
+            problems.append("%s: no images.base_image.name" % relpath)
         deps = definition.get("dependencies") or {}
         galaxy_cols = (deps.get("galaxy") or {}).get("collections") or []
         by_name = dict((c.get("name"), c) for c in galaxy_cols)
         want_k8s = (self.galaxy.get("dependencies") or {}).get("kubernetes.core")
         if (by_name.get("kubernetes.core") or {}).get("version") != want_k8s:
-            problems.append("execution-environment.yml: kubernetes.core %r, galaxy.yml dependencies say %r"
-                            % ((by_name.get("kubernetes.core") or {}).get("version"), want_k8s))
+            problems.append("%s: kubernetes.core %r, galaxy.yml dependencies say %r"
+                            % (relpath, (by_name.get("kubernetes.core") or {}).get("version"), want_k8s))
         files = [c for c in galaxy_cols if c.get("type") == "file"]
         if [os.path.basename(c["name"]) for c in files] != [self.tarball_name]:
-            problems.append("execution-environment.yml: the collection file entry is %s, galaxy.yml version %s makes %s"
-                            % ([c["name"] for c in files], self.version, self.tarball_name))
+            problems.append("%s: the collection file entry is %s, galaxy.yml version %s makes %s"
+                            % (relpath, [c["name"] for c in files], self.version, self.tarball_name))
+        # additional_build_files' src is relative to the definition: the repository root's dist/.
+        want_src = os.path.relpath(os.path.join(REPO, "dist", self.tarball_name),
+                                   os.path.dirname(os.path.join(REPO, relpath)))
         sources = [f.get("src") for f in definition.get("additional_build_files") or []]
-        if "dist/%s" % self.tarball_name not in sources:
-            problems.append("execution-environment.yml: additional_build_files copies %s, not dist/%s"
-                            % (sources, self.tarball_name))
-        if problems:
-            raise StepFailed("\n".join(problems))
+        if want_src not in sources:
+            problems.append("%s: additional_build_files copies %s, not %s" % (relpath, sources, want_src))
+        return definition, base_image, problems
 
-        # The definition as it is used: beside a dist/ holding the tarball (a copy, to leave the
-        # checkout untouched).
+    def builder_create(self, relpath, label):
+        """ansible-builder create on REPO/relpath, as it is used: at the same place in a copy of the
+        checkout's layout, beside a dist/ holding the tarball (the checkout stays untouched). Checks
+        the Containerfile and that the context's collection file installs as the galaxy stage would.
+        Returns (context folder, Containerfile text, collection names of requirements.yml, problems)."""
         tarball = self.tarball()
-        defdir = os.path.join(self.work, "ee-definition")
-        context = os.path.join(self.work, "ee-context")
+        defdir = os.path.join(self.work, "%s-definition" % label)
+        context = os.path.join(self.work, "%s-context" % label)
         for path in (defdir, context):
             if os.path.isdir(path):
                 shutil.rmtree(path)
+        definition_copy = os.path.join(defdir, relpath)
+        os.makedirs(os.path.dirname(definition_copy), exist_ok=True)
         os.makedirs(os.path.join(defdir, "dist"))
-        shutil.copy(os.path.join(REPO, "execution-environment.yml"), defdir)
+        shutil.copy(os.path.join(REPO, relpath), definition_copy)
         shutil.copy(tarball, os.path.join(defdir, "dist"))
-        proc = self.expect_ok(self.run([self.tool("ansible-builder"), "create", "-f",
-                                        os.path.join(defdir, "execution-environment.yml"), "-c", context,
+        proc = self.expect_ok(self.run([self.tool("ansible-builder"), "create", "-f", definition_copy, "-c", context,
                                         "--output-filename", "Containerfile"], cwd=defdir),
-                              "ansible-builder create")
+                              "ansible-builder create -f %s" % relpath)
+        problems = []
         if "No matches" in proc.output or "does not exist" in proc.output:
             problems.append("ansible-builder create warned: %s" % tail(proc.output, 10))
         with open(os.path.join(context, "Containerfile")) as handle:
             containerfile = handle.read()
+        base_image = read_yaml(os.path.join(REPO, relpath))["images"]["base_image"]["name"]
         for needle in ('ARG EE_BASE_IMAGE="%s"' % base_image, "FROM $EE_BASE_IMAGE AS base",
                        "ansible-galaxy collection install", "introspect.py introspect", "install-from-bindep",
                        "LABEL ansible-execution-environment=true"):
@@ -474,7 +531,7 @@ class Release(object):
             if not os.path.exists(path):
                 problems.append("the galaxy stage would not find %s in the build context" % entry["name"])
                 continue
-            target = os.path.join(self.work, "ee-galaxy-stage")
+            target = os.path.join(self.work, "%s-galaxy-stage" % label)
             if os.path.isdir(target):
                 shutil.rmtree(target)
             proc = self.run([self.tool("ansible-galaxy"), "collection", "install", "--offline", "--no-deps",
@@ -489,10 +546,88 @@ class Release(object):
         if installed_version != self.version:
             problems.append("the build context's collection file installs version %s, galaxy.yml is %s"
                             % (installed_version, self.version))
+        return context, containerfile, names, problems
+
+    def step_ee_create(self):
+        _, base_image, problems = self.check_definition("execution-environment.yml")
+        if problems:
+            raise StepFailed("\n".join(problems))
+        _, _, names, problems = self.builder_create("execution-environment.yml", "ee")
         if problems:
             raise StepFailed("ansible-builder create:\n" + "\n".join(problems))
         return "context with Containerfile (base %s), requirements.yml %s, %s installs as the galaxy stage does" % (
             base_image, names, self.tarball_name)
+
+    def step_de_create(self):
+        definition, base_image, problems = self.check_definition(DE_DEFINITION)
+        deps = definition.get("dependencies") or {}
+        python = [requirement_name(r) for r in deps.get("python") or []]
+        if "kubernetes" not in python:
+            problems.append("%s: dependencies.python %s lacks kubernetes (the event source's client)"
+                            % (DE_DEFINITION, python))
+        # The DE runs ansible-rulebook from its base image: a definition installing ansible-core or
+        # ansible-runner over it would replace the image's own.
+        for key in ("ansible_core", "ansible_runner"):
+            if key in deps:
+                problems.append("%s: dependencies.%s would replace the base image's" % (DE_DEFINITION, key))
+        if problems:
+            raise StepFailed("\n".join(problems))
+        context, containerfile, names, problems = self.builder_create(DE_DEFINITION, "de")
+        build = os.path.join(context, "_build")
+        with open(os.path.join(build, "requirements.txt")) as handle:
+            pip = [requirement_name(l) for l in handle]
+        if "kubernetes" not in pip:
+            problems.append("_build/requirements.txt lacks kubernetes: %s" % pip)
+        # The Ceph client is left out of the DE (the Ceph modules run in the EE): the build's
+        # introspection must get the exclusion, or the final stage needs a Ceph repository.
+        excluded = []
+        if os.path.exists(os.path.join(build, "exclude-bindep.txt")):
+            with open(os.path.join(build, "exclude-bindep.txt")) as handle:
+                excluded = [requirement_name(l) for l in handle]
+        if not set(CEPH_SYSTEM_PACKAGES) <= set(excluded) or "--exclude-bindep-reqs" not in containerfile:
+            problems.append("the Ceph client is not excluded from the DE: exclude-bindep.txt %s" % excluded)
+        if problems:
+            raise StepFailed("ansible-builder create (%s):\n%s" % (DE_DEFINITION, "\n".join(problems)))
+        return "context with Containerfile (base %s), requirements.yml %s, requirements.txt %s, %s excluded" % (
+            base_image, names, ", ".join(n for n in pip if n), ", ".join(CEPH_SYSTEM_PACKAGES))
+
+    def step_eda(self):
+        """The installed copy's EDA content as ansible-rulebook finds it (no JVM, no event is run)."""
+        root = self.install()
+        sources = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(root, EDA_SOURCES, "*.py"))
+                         if not os.path.basename(p).startswith("_"))
+        problems = []
+        for name in sources:
+            path = os.path.join(root, EDA_SOURCES, name + ".py")
+            with open(path) as handle:
+                text = handle.read()
+            try:
+                tree = ast.parse(text, path)
+            except SyntaxError as exc:
+                problems.append("event source %s: %s" % (name, exc))
+                continue
+            mains = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "main"]
+            if not mains or not isinstance(mains[0], ast.AsyncFunctionDef) or len(mains[0].args.args) != 2:
+                problems.append("event source %s: no top-level `async def main(queue, args)`" % name)
+            for node in tree.body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                        and node.targets[0].id in ("DOCUMENTATION", "EXAMPLES") and isinstance(node.value, ast.Constant)):
+                    try:
+                        yaml.safe_load(node.value.value)
+                    except yaml.YAMLError as exc:
+                        problems.append("event source %s: %s is not YAML: %s" % (name, node.targets[0].id, exc))
+        # Rulebooks: ansible-rulebook's own lookup (ansible-galaxy collection list on the installed
+        # path only), its JSON schema and its condition parser, in the venv's Python.
+        proc = self.run([os.path.join(VENV_BIN, "python"), "-c", EDA_RULEBOOK_CHECK, self.fqcn, root], isolated=True)
+        try:
+            found = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise StepFailed("the rulebook check printed no result (rc=%d):\n%s" % (proc.returncode, tail(proc.output)))
+        problems.extend(found["problems"])
+        if problems:
+            raise StepFailed("EDA content of the installed copy:\n" + "\n".join(problems))
+        return "event sources %s; rulebooks %s load, validate and parse as ansible-rulebook does" % (
+            ", ".join(sources) or "none", ", ".join(found["rulebooks"]) or "none")
 
     def step_docs(self):
         proc = self.run([os.path.join(REPO, "scripts", "build_docs.sh"), "--check"], timeout=300)
@@ -513,6 +648,8 @@ STEPS = [
     ("module-run", "step_module_run"),
     ("ee-introspect", "step_ee_introspect"),
     ("ee-create", "step_ee_create"),
+    ("de-create", "step_de_create"),
+    ("eda", "step_eda"),
     ("docs", "step_docs"),
 ]
 STEP_NAMES = [name for name, _ in STEPS]

@@ -64,6 +64,17 @@ def test_ee_create_build_context(release):
     assert os.path.exists(os.path.join(release.work, "ee-context", "Containerfile"))
 
 
+def test_de_create_build_context(release):
+    summary = check(release, "de-create")
+    assert os.path.exists(os.path.join(release.work, "de-context", "Containerfile"))
+    for package in release_steps.CEPH_SYSTEM_PACKAGES:
+        assert package in summary
+
+
+def test_eda_content_as_ansible_rulebook_finds_it(release):
+    check(release, "eda")
+
+
 def test_plugin_docs_render_lint_clean_and_are_current(release):
     check(release, "docs")
 
