@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env
+from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env, undo_failover
 
 
 def pytest_configure(config):
@@ -83,15 +83,3 @@ def incident(clean_lab, kube):
     for node in clean_lab.nodes:
         clean_lab.lab("revive-node", node)
         undo_failover(kube, node)
-
-
-def undo_failover(kube, name):
-    """What node_recover lifts on the Kubernetes side, for a test that stopped before it ran:
-    the out-of-service taint (no pod would run on the node again) and the failover's record."""
-    node = kube.get("nodes", name)
-    taints = node["spec"].get("taints") or []
-    kept = [t for t in taints if t["key"] != "node.kubernetes.io/out-of-service"]
-    if kept != taints:
-        kube.patch("nodes", name, {"spec": {"taints": kept or None}})
-    if "volfence.csi/failover" in (node["metadata"].get("annotations") or {}):
-        kube.patch("nodes", name, {"metadata": {"annotations": {"volfence.csi/failover": None}}})

@@ -245,3 +245,15 @@ def build_release_mirror(root):
                 with open(part) as handle:
                     out.write(handle.read())
     return folder
+
+
+def undo_failover(kube, name):
+    """What node_recover lifts on the Kubernetes side, for a test that stopped before it ran:
+    the out-of-service taint (no pod would run on the node again) and the failover's record."""
+    node = kube.get("nodes", name)
+    taints = node["spec"].get("taints") or []
+    kept = [t for t in taints if t["key"] != "node.kubernetes.io/out-of-service"]
+    if kept != taints:
+        kube.patch("nodes", name, {"spec": {"taints": kept or None}})
+    if "volfence.csi/failover" in (node["metadata"].get("annotations") or {}):
+        kube.patch("nodes", name, {"metadata": {"annotations": {"volfence.csi/failover": None}}})

@@ -29,6 +29,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     node_ready_condition,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
+    FUSE_DEAD,
     PLAYBOOKS,
     classify_pod,
     stuck_pods,
@@ -51,7 +52,8 @@ WATCHED = {
     'VolumeAttachment': ('/apis/storage.k8s.io/v1/volumeattachments', False),
 }
 
-# The Events that classify a stuck pod (diagnose reads their messages).
+# The Events that classify a stuck pod (diagnose reads their messages): these reasons, and a dead FUSE
+# mount's, whose kubelet events are Unhealthy (the liveness probe) and Failed (the container spec).
 EVENT_REASONS = ('FailedMount', 'FailedAttachVolume', 'FailedMapVolume')
 
 POD_INCIDENTS = tuple(sorted(PLAYBOOKS))   # the four incidents diagnose knows
@@ -176,7 +178,8 @@ class IncidentTracker(object):
         if not isinstance(obj, dict) or not (obj.get('metadata') or {}).get('name'):
             return False
         if kind == 'Event':
-            return obj.get('reason') in EVENT_REASONS and (obj.get('involvedObject') or {}).get('kind') == 'Pod'
+            return (obj.get('involvedObject') or {}).get('kind') == 'Pod' and (
+                obj.get('reason') in EVENT_REASONS or FUSE_DEAD in (obj.get('message') or '').lower())
         if kind == 'Pod':
             return (obj.get('status') or {}).get('phase') not in ('Succeeded', 'Failed')
         return True
@@ -235,10 +238,9 @@ class IncidentTracker(object):
                 id=incident_id, kind='node-lost', title=TITLES['node-lost'], node=name,
                 pods=sorted(_pod_ref(p) for p in pods),
                 claims=sorted(set(c for p in pods for c in _claims(p))),
-                evidence=['Ready=%s since %s (%s)' % (facts['ready'], cond.get('lastTransitionTime') or '?',
-                                                      cond.get('reason') or 'no reason given'),
-                          'Lease not renewed for %s s (node_lost_after=%d)' % (facts['lease_age'],
-                                                                              self.node_lost_after)],
+                evidence=['Ready=%s since %s (%s)' % (
+                    facts['ready'], cond.get('lastTransitionTime') or '?', cond.get('reason') or 'no reason given'),
+                    'Lease not renewed for %s s (node_lost_after=%d)' % (facts['lease_age'], self.node_lost_after)],
                 failover=dict(allowed=allowed, reason=why),
                 labels=dict((node['metadata'].get('labels') or {})),
                 boot_id=facts['boot_id'], addresses=facts['addresses'],

@@ -466,8 +466,7 @@ class _ClientTransport(object):
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(transport_reason(exc))
         try:
-            for line in iter_resp_lines(resp):
-                yield line
+            yield from iter_resp_lines(resp)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(transport_reason(exc))
         finally:

@@ -98,9 +98,12 @@ EXAMPLES = r"""
 """
 
 import asyncio
+import logging
 import os
 import sys
 import threading
+
+LOG = logging.getLogger('volfence.csi.storage_incidents')
 
 
 def _collection_imports():
@@ -109,9 +112,9 @@ def _collection_imports():
     try:
         from ansible_collections.volfence.csi.plugins.module_utils._decisions import incidents
     except ImportError:
-        here = os.path.abspath(__file__)
-        root = here
-        for _level in range(7):   # .../ansible_collections/volfence/csi/extensions/eda/plugins/event_source/x.py
+        # .../ansible_collections/volfence/csi/extensions/eda/plugins/event_source/storage_incidents.py
+        root = os.path.abspath(__file__)
+        for _level in range(8):
             root = os.path.dirname(root)
         if root not in sys.path:
             sys.path.append(root)
@@ -139,6 +142,11 @@ def settings_of(args):
     settings.update((k, v) for k, v in args.items() if k in SETTINGS)
     for name in ('interval', 'watch_timeout', 'backoff_max', 'request_timeout'):
         value = settings[name]
+        if isinstance(value, str):   # a rulebook variable substituted into the source's args
+            try:
+                value = settings[name] = float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
             raise ValueError('volfence.csi.storage_incidents: %s must be a number of seconds between 0 and 86400, '
                              'not %r' % (name, value))
@@ -181,9 +189,16 @@ async def main(queue, args):
             pending = [first] if first else []
             while not updates.empty():
                 pending.append(updates.get_nowait())
+            was_in_sync = tracker.in_sync()
             for kind, event_type, payload in pending:
+                if event_type == 'BROKEN':
+                    LOG.warning('the watch of %s broke (%s): listing it again; nothing is decided until then',
+                                kind, payload)
                 tracker.update(kind, event_type, payload)
+            if tracker.in_sync() and not was_in_sync:
+                LOG.info('in sync: watching %s', ', '.join(sorted(incidents.WATCHED)))
             for incident in tracker.incidents():
+                LOG.info('incident %s', incident['id'])
                 await queue.put(dict(incident=incident))
     finally:
         stop.set()

@@ -77,6 +77,10 @@ def synced(tracker, **lists):
     return tracker
 
 
+STILL_USED = ('MountVolume.MountDevice failed for volume "pv-1" : rpc error: code = Internal desc = rbd image '
+              'rbd/csi-vol-1 is still being used')
+
+
 def seed_000_stream():
     """seed-000 as the source sees it: node-b Ready with a pod; node-b's kubelet dies (Lease no longer
     renewed, the node controller sets Ready=Unknown after 40 s); the Deployment's replacement on
@@ -89,8 +93,7 @@ def seed_000_stream():
         (10, 'Lease', 'MODIFIED', lease('node-c', 10)),
         (40, 'Node', 'MODIFIED', node('node-b', ready='Unknown', since=40)),
         (60, 'Pod', 'ADDED', new),
-        (62, 'Event', 'ADDED', failed_mount(new, 'MountVolume.MountDevice failed for volume "pv-1" : rpc error: '
-                                                  'code = Internal desc = rbd image rbd/csi-vol-1 is still being used')),
+        (62, 'Event', 'ADDED', failed_mount(new, STILL_USED)),
         (70, 'Lease', 'MODIFIED', lease('node-c', 70)),
     ]
     return lists, stream
