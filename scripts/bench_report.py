@@ -58,6 +58,7 @@ REQUIRED = [
     ("ceph.json", [("ceph.fence_range", "fencing a /24 in range mode"),
                    ("ceph.fence_parallel", "fencing a /24 address by address in parallel"),
                    ("ceph.audit", "the watcher audit of 1,000 images")]),
+    ("eda.json", [("eda.failover", "failover_on_node_loss: a node loss to a Running replacement, no human step")]),
 ]
 
 
