@@ -5,12 +5,14 @@
 
 Lists then watches the kinds the source watches (_decisions/incidents.WATCHED) with the source's own
 ListWatch, and writes one line per update: {"t": seconds since the start, "kind", "type" (RELIST, BROKEN
-or the watch event's type), "payload"}. metadata.managedFields is left out. The unit tests replay a
+or the watch event's type), "payload"}, after a header line {"started": ISO time, "kinds": [...]}.
+metadata.managedFields is left out. The unit tests replay a
 recording into IncidentTracker, evaluating at the recorded times
 (tests/unit/plugins/module_utils/fixtures/watch-streams/).
 """
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -43,6 +45,9 @@ def main():
     api = connect_params(dict(kubeconfig=args.kubeconfig))
     started, lock, stop = time.time(), threading.Lock(), threading.Event()
     with open(args.out, "w") as out:
+        # the header: when the recording started (the replays evaluate at started + t)
+        out.write(json.dumps({"started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
+                              "kinds": sorted(WATCHED)}, sort_keys=True) + "\n")
         def deliver(kind, event_type, payload):
             with lock:
                 if stop.is_set():

@@ -7,8 +7,9 @@ cluster.
 
 Private to volfence.csi. ListWatch.run() lists the kind, hands the whole list over, then watches
 from the list's resourceVersion and hands over every change. When the server ends a watch (its
-timeout), it resumes from the last version seen. When the version is too old (410 Gone) or the
-watch breaks (the API server restarted, the connection dropped), it lists again: what changed
+timeout), it resumes from the last version seen; a watch request that gets no answer is sent again
+once at once (a kept-alive connection the server had closed). When the version is too old (410
+Gone) or the watch breaks again (the API server restarted, the connection dropped), it lists again: what changed
 while it was away is in the new list, so nothing is lost, and the consumer's incident ids keep
 anything from being told twice. Between a break and the new list, the kind is marked not synced, so
 that nothing is decided on a view that may be old. Failed attempts back off, doubling up to a
@@ -42,49 +43,56 @@ class ListWatch(object):
         self.page = page
         self.lists = 0       # lists done (the first, then one per 410 or break)
         self.watches = 0     # watch requests sent
+        self.version = None  # the last resourceVersion seen; None: list again
 
     def run(self, deliver, stop):
         """Until `stop` (a threading.Event) is set."""
-        version, delay = None, self.backoff
+        self.version, delay, retried = None, self.backoff, False
         while not stop.is_set():
             try:
-                if version is None:
-                    items, version = self.api.list_versioned(self.path, field_selector=self.field_selector,
-                                                             page=self.page)
+                if self.version is None:
+                    items, self.version = self.api.list_versioned(self.path, field_selector=self.field_selector,
+                                                                  page=self.page)
                     self.lists += 1
                     deliver(self.kind, RELIST, items)
                     delay = self.backoff
-                version = self._watch_once(version, deliver, stop)
-                if version is not None:
-                    delay = self.backoff
-            except (K8sError, TransportError) as exc:
-                version = None
-                deliver(self.kind, BROKEN, str(exc))
-                stop.wait(delay)
-                delay = min(delay * 2, self.backoff_max)
+                self._watch_once(deliver, stop)
+                if self.version is not None:
+                    delay, retried = self.backoff, False
+                continue
+            except TransportError as exc:
+                if self.version is not None and not retried:
+                    # Once, at once, from the last version seen: a kept-alive connection the server had
+                    # closed gives no answer at all, and the server replays from that version.
+                    retried = True
+                    continue
+                reason = str(exc)
+            except K8sError as exc:
+                reason = str(exc)
             except Exception as exc:  # pylint: disable=broad-except
-                # the kubernetes library's own errors (a dropped chunked stream): list again
-                version = None
-                deliver(self.kind, BROKEN, '%s: %s' % (type(exc).__name__, exc))
-                stop.wait(delay)
-                delay = min(delay * 2, self.backoff_max)
+                # the kubernetes library's own errors (a dropped chunked stream)
+                reason = '%s: %s' % (type(exc).__name__, exc)
+            self.version, retried = None, False
+            deliver(self.kind, BROKEN, reason)
+            stop.wait(delay)
+            delay = min(delay * 2, self.backoff_max)
 
-    def _watch_once(self, version, deliver, stop):
-        """The version to resume from after one watch request; None to list again (410 Gone)."""
+    def _watch_once(self, deliver, stop):
+        """One watch request from self.version, which follows every event (None after a 410 Gone: list again)."""
         self.watches += 1
-        for event in self.api.watch(self.path, version, self.watch_timeout, field_selector=self.field_selector):
+        for event in self.api.watch(self.path, self.version, self.watch_timeout, field_selector=self.field_selector):
             if stop.is_set():
-                return version
+                return
             etype, obj = event.get('type'), event.get('object') or {}
             if etype == 'ERROR':
                 if obj.get('code') == 410:
+                    self.version = None
                     deliver(self.kind, BROKEN, 'watch expired (410 Gone): %s' % (obj.get('message') or ''))
-                    return None
+                    return
                 raise K8sError('the watch of %s failed: %s %s' % (self.path, obj.get('code'), obj.get('message')))
-            version = (obj.get('metadata') or {}).get('resourceVersion') or version
+            self.version = (obj.get('metadata') or {}).get('resourceVersion') or self.version
             if etype != 'BOOKMARK':
                 deliver(self.kind, etype, obj)
-        return version
 
 
 def start_watches(watches, deliver, stop):

@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import json
+import os
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -280,3 +282,53 @@ def test_no_incident_twice_and_the_budget_never_exceeded(outages, max_failovers,
 
 def node_ready(node_obj):
     return node_obj['status']['conditions'][0]['status'] == 'True'
+
+
+# --------------------------------------------------------------------------- recorded streams
+
+RECORDINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'watch-streams')
+
+
+def replay_recording(name, tracker, tick=1.0):
+    """(seconds since the recording's start, incident) as the source would have told them: every update
+    applied at its recorded time, the tracker asked after each update and every `tick` seconds between."""
+    with open(os.path.join(RECORDINGS, name)) as handle:
+        lines = [json.loads(line) for line in handle if line.strip()]
+    started = datetime.datetime.fromisoformat(lines[0]['started'])
+    told, moment = [], 0.0
+    for entry in lines[1:]:
+        while moment < entry['t']:
+            told += [(moment, i) for i in tracker.incidents(started + datetime.timedelta(seconds=moment))]
+            moment += tick
+        tracker.update(entry['kind'], entry['type'], entry['payload'])
+        told += [(entry['t'], i) for i in tracker.incidents(started + datetime.timedelta(seconds=entry['t']))]
+    return told
+
+
+def test_recorded_stale_rbd_watcher_on_the_lab():
+    """stale-rbd-watcher as the lab streamed it (scripts/record_watch_stream.py during `volfence_lab scenario
+    stale-rbd-watcher`): node-b's kubelet stops; its pod's replacement on node-a first waits on the
+    attachment node-b keeps (Multi-Attach), then on node-b's RBD client (still being used)."""
+    told = replay_recording('stale-rbd-watcher-lab.jsonl', IncidentTracker(stuck_after=5, node_lost_after=3))
+    assert [(i['kind'], i['node']) for _t, i in told] == [
+        ('node-lost', 'node-b'), ('stale-volumeattachment', 'node-a'), ('stale-rbd-watcher', 'node-a')]
+    lost, attached, watched = [i for _t, i in told]
+    assert lost['failover']['allowed'] is True
+    assert lost['pods'] == ['default/nginx-c4387b8666-qcrjl'] and lost['claims'] == ['default/pvc-test']
+    assert watched['pods'] == attached['pods'] == ['default/nginx-c4387b8666-6msx6']
+    assert any('is still being used' in line for line in watched['evidence'])
+    assert any('on node-b (node not Ready or gone)' in line for line in attached['evidence'])
+    # the node is lost as soon as it is not Ready with its Lease 3 s old, before its pod is replaced
+    assert told[0][0] < told[1][0]
+
+
+def test_recorded_stream_with_the_defaults_and_relists_tells_nothing_early_and_nothing_twice():
+    # 60 s of lab time: with the defaults (Lease 120 s, stuck 60 s) nothing is due yet
+    assert replay_recording('stale-rbd-watcher-lab.jsonl', IncidentTracker()) == []
+    tracker = IncidentTracker(stuck_after=5, node_lost_after=3)
+    told = replay_recording('stale-rbd-watcher-lab.jsonl', tracker)
+    objects = dict((kind, tracker.items(kind)) for kind in WATCHED)
+    for kind in WATCHED:   # every watch expires and lists again: what it lists was told already
+        tracker.update(kind, 'BROKEN', '410 Gone')
+        tracker.update(kind, 'RELIST', objects[kind])
+    assert tracker.incidents(datetime.datetime.now(datetime.timezone.utc)) == [] and len(told) == 3

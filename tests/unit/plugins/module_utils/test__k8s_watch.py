@@ -43,6 +43,9 @@ class ScriptedApi(object):
 
     def list_versioned(self, path, field_selector=None, page=500):
         self.calls.append(('list', None))
+        if not self.lists:
+            self.stop.set()   # the script is over
+            return [], 'end'
         step = self.lists.pop(0)
         if isinstance(step, Exception):
             raise step
@@ -91,11 +94,25 @@ def test_410_gone_lists_again_and_says_the_view_was_broken():
     assert watch.lists == 2
 
 
+def test_a_watch_without_answer_is_sent_again_once_at_once_then_it_is_a_break():
+    reset = TransportError('the connection was closed without an answer')
+    got, calls, waits, _watch = run(
+        lists=[([], '1'), ([obj('a', 7)], '7')],
+        watches=[[{'type': 'ADDED', 'object': obj('b', 3)}, reset], reset, [], [reset], reset])
+    # the first drop: sent again at once, from the version of the last event (3), not the list's (1);
+    # the second in a row: a break, listed again after the backoff
+    assert calls[:5] == [('list', None), ('watch', '1'), ('watch', '3'), ('list', None), ('watch', '7')]
+    assert [e for e, _p in got][:4] == [RELIST, 'ADDED', BROKEN, RELIST]
+    # a watch that ended normally in between resets the one retry: drop, again at once, drop: a break
+    assert calls[5:8] == [('watch', '7'), ('watch', '7'), ('list', None)]
+    assert waits == [0.5, 0.5]
+
+
 def test_a_broken_watch_or_list_backs_off_doubling_up_to_the_bound_then_resets():
     down = K8sConnectionError('The Kubernetes API is not reachable: connection refused')
     got, calls, waits, _watch = run(
         lists=[([], '1'), down, down, down, down, ([obj('a', 9)], '9'), ([], '9')],
-        watches=[TransportError('connection reset by peer'), [], TransportError('reset again')])
+        watches=[down, [], down])
     assert waits == [0.5, 1.0, 2.0, 2.0, 2.0, 0.5]
     assert [e for e, _p in got].count(BROKEN) == 6
     assert [e for e, _p in got if e != BROKEN] == [RELIST, RELIST, RELIST]
