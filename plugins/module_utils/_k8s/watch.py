@@ -49,6 +49,7 @@ class ListWatch(object):
         """Until `stop` (a threading.Event) is set."""
         self.version, delay, retried = None, self.backoff, False
         while not stop.is_set():
+            reason = None
             try:
                 if self.version is None:
                     items, self.version = self.api.list_versioned(self.path, field_selector=self.field_selector,
@@ -59,7 +60,6 @@ class ListWatch(object):
                 self._watch_once(deliver, stop)
                 if self.version is not None:
                     delay, retried = self.backoff, False
-                continue
             except TransportError as exc:
                 if self.version is not None and not retried:
                     # Once, at once, from the last version seen: a kept-alive connection the server had
@@ -72,6 +72,8 @@ class ListWatch(object):
             except Exception as exc:  # pylint: disable=broad-except
                 # the kubernetes library's own errors (a dropped chunked stream)
                 reason = '%s: %s' % (type(exc).__name__, exc)
+            if reason is None:
+                continue
             self.version, retried = None, False
             deliver(self.kind, BROKEN, reason)
             stop.wait(delay)
