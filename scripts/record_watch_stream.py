@@ -55,8 +55,8 @@ def main():
                 out.write(json.dumps({"t": round(time.time() - started, 3), "kind": kind, "type": event_type,
                                       "payload": slim(payload)}, sort_keys=True) + "\n")
                 out.flush()
-        watches = [ListWatch(api, kind, path, field_selector="involvedObject.kind=Pod" if kind == "Event" else None,
-                             watch_timeout=30) for kind, (path, _namespaced) in sorted(WATCHED.items())]
+        watches = [ListWatch(api, kind, path, field_selector=selector, watch_timeout=30)
+                   for kind, (path, selector) in sorted(WATCHED.items())]
         start_watches(watches, deliver, stop)
         stop.wait(args.seconds)
         with lock:

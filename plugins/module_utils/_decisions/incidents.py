@@ -40,24 +40,22 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety imp
     read_marker,
 )
 
-# What the source watches: kind -> (API path of the list, namespaced). Leases only in
-# kube-node-lease (the nodes' heartbeats).
+# What the source watches: kind -> (API path of the list, field selector). Leases only in
+# kube-node-lease (the nodes' heartbeats); Events only of Pods.
 WATCHED = {
-    'Node': ('/api/v1/nodes', False),
-    'Lease': ('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', True),
-    'Pod': ('/api/v1/pods', True),
-    'Event': ('/api/v1/events', True),
-    'PersistentVolumeClaim': ('/api/v1/persistentvolumeclaims', True),
-    'PersistentVolume': ('/api/v1/persistentvolumes', False),
-    'VolumeAttachment': ('/apis/storage.k8s.io/v1/volumeattachments', False),
+    'Node': ('/api/v1/nodes', None),
+    'Lease': ('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', None),
+    'Pod': ('/api/v1/pods', None),
+    'Event': ('/api/v1/events', 'involvedObject.kind=Pod'),
+    'PersistentVolumeClaim': ('/api/v1/persistentvolumeclaims', None),
+    'PersistentVolume': ('/api/v1/persistentvolumes', None),
+    'VolumeAttachment': ('/apis/storage.k8s.io/v1/volumeattachments', None),
 }
 
 # The Events that classify a stuck pod (diagnose reads their messages): these reasons, and a dead FUSE
 # mount's, whose kubelet events are Unhealthy (the liveness probe) and Failed (the container spec).
 EVENT_REASONS = ('FailedMount', 'FailedAttachVolume', 'FailedMapVolume')
 
-POD_INCIDENTS = tuple(sorted(PLAYBOOKS))   # the four incidents diagnose knows
-KINDS = ('node-lost',) + POD_INCIDENTS + ('volumeattachment-detach-error', 'node-back')
 TITLES = {
     'node-lost': 'node not Ready and its Lease not renewed: provably down as node_failover requires (I1)',
     'volumeattachment-detach-error': 'VolumeAttachment being deleted, its detach failing',

@@ -8,12 +8,12 @@ cluster.
 Private to volfence.csi. ListWatch.run() lists the kind, hands the whole list over, then watches
 from the list's resourceVersion and hands over every change. When the server ends a watch (its
 timeout), it resumes from the last version seen; a watch request that gets no answer is sent again
-once at once (a kept-alive connection the server had closed). When the version is too old (410
-Gone) or the watch breaks again (the API server restarted, the connection dropped), it lists again: what changed
-while it was away is in the new list, so nothing is lost, and the consumer's incident ids keep
-anything from being told twice. Between a break and the new list, the kind is marked not synced, so
-that nothing is decided on a view that may be old. Failed attempts back off, doubling up to a
-bound.
+once, at once (a kept-alive connection the server had closed). When the version is too old (410
+Gone) or the watch breaks again (the API server restarted, the connection dropped), it lists again:
+what changed while it was away is in the new list, so nothing is lost, and the consumer's incident
+ids keep anything from being told twice. Between a break and the new list, the kind is marked not
+synced, so that nothing is decided on a view that may be old. Failed attempts back off, doubling up
+to a bound.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -66,11 +66,6 @@ def revived(clean_lab, kube):
         undo_failover(kube, node)
 
 
-def phase(kube, name):
-    pod = kube.find("pods", name, "default")
-    return pod and pod["status"].get("phase")
-
-
 def test_a_lost_node_is_failed_over_with_no_human_step(revived, lab_inventory, tmp_path, lab):
     """seed-000 with the rulebook already running: a Deployment's RBD volume on node-b, node-b's kubelet
     dies and its Ceph client does not; the replacement runs with no human step."""

@@ -175,8 +175,7 @@ async def main(queue, args):
             pass   # the loop closed while a watch thread was still delivering: the source is stopping
 
     watches = []
-    for kind, (path, _namespaced) in sorted(incidents.WATCHED.items()):
-        selector = 'involvedObject.kind=Pod' if kind == 'Event' else None
+    for kind, (path, selector) in sorted(incidents.WATCHED.items()):
         watches.append(watch.ListWatch(api, kind, path, field_selector=selector,
                                        watch_timeout=settings['watch_timeout'], backoff_max=settings['backoff_max']))
     watch.start_watches(watches, deliver, stop)
