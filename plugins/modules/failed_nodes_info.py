@@ -205,15 +205,10 @@ requests:
   sample: 9
 '''
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import DEFAULT_PAGE, gather_failed_nodes
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
+    DEFAULT_PAGE, check_gather_request, gather_failed_nodes, missing_message)
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sError, connect, k8s_module, resource_path)
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node
-from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
-
-MAX_LEASE_GRACE = 86400
-MAX_PAGE = 10000
 
 
 def main():
@@ -229,12 +224,7 @@ def main():
     )
     p = module.params
     try:
-        if not p['nodes']:
-            raise ValueError('nodes: give at least one node')
-        for name in p['nodes']:
-            check_object_name(name, 'node')
-        check_range(p['lease_grace_seconds'], 'lease_grace_seconds', 0, MAX_LEASE_GRACE, 'seconds')
-        check_range(p['page_size'], 'page_size', 1, MAX_PAGE)
+        check_gather_request(p['nodes'], p['lease_grace_seconds'], p['page_size'])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     try:
@@ -244,9 +234,7 @@ def main():
     except K8sError as exc:
         module.fail_json(**exc.fail_kwargs())
     if result['missing']:
-        names = [n['metadata']['name'] for n in result['nodes']]
-        module.fail_json(msg='; '.join(missing_node(name, names) for name in result['missing'])
-                         + '; nothing was changed', server_version=result['server_version'])
+        module.fail_json(msg=missing_message(result), server_version=result['server_version'])
     result.pop('missing')
     module.exit_json(changed=False, requests=api.requests, **result)
 

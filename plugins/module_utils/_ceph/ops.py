@@ -43,6 +43,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     json_documents,
     parse_addr,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import fence_plan
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     describe_locks,
     exclusive_lock_owners,
@@ -384,3 +385,59 @@ def wait_unwatched(client, specs, fenced, wait_timeout, sleep, clock, workers=DE
             return reports, still
         sleep(max(0.0, min(delay, deadline - clock())))
         delay = min(delay * 2, 2.0)
+
+
+# --------------------------------------------------------------------------- a failover's fence, in one call
+
+class FenceFailure(CephError):
+    """A failover's fence that could not be planned or set: `result` keeps what was read and done (I7)."""
+
+    def __init__(self, msg, result, cause=None):
+        kwargs = cause.fail_kwargs() if cause is not None else {}
+        kwargs.pop('msg', None)
+        super(FenceFailure, self).__init__(msg, **kwargs)
+        self.result = result
+
+
+def fence_failed_nodes(client, specs, node_map, failed, nodes, leases, lease_grace=120, fence_unknown=False,
+                       force=False, expire=None, protect=None, check_mode=False, wait_timeout=60, sleep=None,
+                       clock=None, workers=DEFAULT_WORKERS, image_workers=DEFAULT_IMAGE_WORKERS):
+    """node_failover's fence in one Ceph session: read who watches the failed nodes' images (`specs`), decide
+    with _safety.fence_plan exactly which of them are the failed nodes' clients (I1: never a Ready node's, a
+    shared or a daemon's address), blocklist those (ensure_blocklist refuses daemons and `protect` again),
+    then wait until they no longer watch (I6: nothing is released on a fence that has not taken effect).
+
+    Returns {images, missing, plan, result (ensure_blocklist's, None when nothing is fenced), watchers_after,
+    still}. An image that cannot be read (other than a missing one) fails before anything is fenced."""
+    images, missing, errors = [], [], []
+    for spec, raw, error in client.inspect_images(specs, metadata=True, workers=image_workers):
+        if error is None:
+            images.append(image_report(spec, raw, node_map))
+        elif isinstance(error, CephNotFoundError):
+            missing.append(dict(spec=str(spec), error=error.msg))
+        else:
+            errors.append((spec, error))
+    out = dict(images=images, missing=missing, plan=None, result=None, watchers_after=[], still=[],
+               failed_images=[dict(spec=str(spec), error=error.msg) for spec, error in errors])
+    if errors:
+        spec, first = errors[0]
+        raise FenceFailure('could not read %d of %d image(s), first %s: %s; nothing was fenced'
+                           % (len(errors), len(specs), spec, first.msg), out, first)
+    out['plan'] = fence_plan(images, list(failed), nodes, leases, lease_grace, None, fence_unknown, force)
+    fence = out['plan']['fence']
+    if not fence:
+        return out
+    try:
+        out['result'] = ensure_blocklist(client, 'present', fence, [], expire, 'addresses', 256, workers,
+                                         check_mode, protect=protect)
+    except BlocklistFailure as exc:
+        out['result'] = exc.result
+        raise FenceFailure(exc.msg, out, exc)
+    if not check_mode:
+        try:
+            out['watchers_after'], out['still'] = wait_unwatched(client, specs, fence_matcher(fence, []),
+                                                                 wait_timeout, sleep, clock, image_workers)
+        except CephError as exc:
+            raise FenceFailure('the blocklist entries are in place, but the fenced clients could not be '
+                               'confirmed gone: %s' % exc.msg, out, exc)
+    return out

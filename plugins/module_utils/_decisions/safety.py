@@ -341,13 +341,44 @@ def fence_cidrs(failed_node, nodes, leases=None, lease_grace=120, force=False, n
 # node_failover leaves this annotation on the failed Node: what it fenced and the bootID the node
 # had then. node_recover lifts exactly that, and only once the bootID changed.
 MARKER_ANNOTATION = 'volfence.csi/failover'
+# ... and this one before it reads Ceph and fences: the bootID the node had when the failover began.
+# The record above replaces it once the fence is done; a run cut off in between leaves it, and
+# node_recover then still waits for another bootID (I3) and lifts the node's own addresses (I2).
+STARTED_ANNOTATION = 'volfence.csi/failover-started'
+
+
+def boot_id_of(node):
+    return (((node or {}).get('status') or {}).get('nodeInfo') or {}).get('bootID') or None
+
+
+def failover_started_mark(node, started_at):
+    """The annotation value (JSON text) node_failover writes on a failed node before it fences: its
+    bootID and when the failover began. A mark of the same boot is kept as it is (a re-run after a cut-off
+    run keeps the first time), so a re-run writes nothing."""
+    boot_id = boot_id_of(node)
+    previous = read_started_mark(node)
+    if previous and previous.get('boot_id') == boot_id:
+        started_at = previous.get('started_at') or started_at
+    return json.dumps(dict(boot_id=boot_id, started_at=started_at), sort_keys=True)
+
+
+def read_started_mark(node):
+    """The started mark of a node ({boot_id, started_at}), None when it has none or it is unreadable."""
+    text = (((node or {}).get('metadata') or {}).get('annotations') or {}).get(STARTED_ANNOTATION)
+    if not text:
+        return None
+    try:
+        mark = json.loads(text)
+    except ValueError:
+        return None
+    return mark if isinstance(mark, dict) else None
 
 
 def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
     """The annotation value (JSON text) node_failover leaves on the failed node. A marker of the
     same boot is extended, not replaced (a re-run after a partial failover keeps what the first run
     fenced), and keeps its time, so a re-run with nothing new writes nothing."""
-    boot_id = (((node or {}).get('status') or {}).get('nodeInfo') or {}).get('bootID') or None
+    boot_id = boot_id_of(node)
     blocklist, fences = set(blocklisted or []), set(networkfences or [])
     previous = read_marker(node)
     if previous and previous.get('boot_id') == boot_id:
@@ -401,6 +432,12 @@ def read_marker(node=None, report=None):
             marker = None
         if isinstance(marker, dict):
             return marker
+    started = read_started_mark(node)
+    if started and started.get('boot_id'):
+        # a failover cut off after it began: its bootID holds (I3); what it fenced was not recorded, so
+        # only the node's own addresses are lifted (I2), the rest expires
+        return dict(boot_id=started['boot_id'], fenced_at=started.get('started_at'), blocklist=[],
+                    networkfences=[], started_only=True)
     if isinstance(report, dict) and report:
         markers = report.get('markers')
         if isinstance(markers, dict):
@@ -528,7 +565,8 @@ def node_states(nodes, names):
             out['tainted'].append(name)
         if spec.get('unschedulable'):
             out['cordoned'].append(name)
-        if MARKER_ANNOTATION in ((node.get('metadata') or {}).get('annotations') or {}):
+        annotations = (node.get('metadata') or {}).get('annotations') or {}
+        if MARKER_ANNOTATION in annotations or STARTED_ANNOTATION in annotations:
             out['marked'].append(name)
     return out
 

@@ -37,7 +37,10 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose i
     diagnose,
     stuck_pods,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import node_addresses, node_ready
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+    check_object_name, node_addresses, node_ready)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import get_each
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import other_remediators_by_node
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
@@ -73,6 +76,25 @@ START_FAILURE_REASONS = ('Failed', 'FailedMount', 'FailedMapVolume', 'FailedAtta
 
 DEFAULT_PAGE = 500
 READ_WORKERS = 8  # parallel GETs of claims and PVs by name, over one connection pool
+MAX_LEASE_GRACE = 86400
+MAX_PAGE = 10000
+
+
+def check_gather_request(nodes, lease_grace, page):
+    """ValueError naming the bad value of a failed-nodes read (failed_nodes_info, failed_nodes state=started),
+    before connecting."""
+    if not nodes:
+        raise ValueError('nodes: give at least one node')
+    for name in nodes:
+        check_object_name(name, 'node')
+    check_range(lease_grace, 'lease_grace_seconds', 0, MAX_LEASE_GRACE, 'seconds')
+    check_range(page, 'page_size', 1, MAX_PAGE)
+
+
+def missing_message(gathered):
+    """The user's words for the named nodes that do not exist, with the cluster's nodes."""
+    names = [_meta(n).get('name') for n in gathered['nodes']]
+    return '; '.join(missing_node(name, names) for name in gathered['missing']) + '; nothing was changed'
 
 _NAMESPACE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 

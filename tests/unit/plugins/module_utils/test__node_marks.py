@@ -105,7 +105,7 @@ def test_absent_without_taint_leaves_the_taint():
 
 
 def test_unknown_state_is_refused():
-    with pytest.raises(ValueError, match='state must be present or absent'):
+    with pytest.raises(ValueError, match='state must be present, absent or started'):
         marks_patch(node(), 'gone')
 
 
@@ -178,9 +178,9 @@ def test_marks_many_nodes_one_patch_each_and_a_second_run_writes_nothing():
     out = NodeMarks(api_for(fake), workers=4).run(['n1', 'n2', 'n3'], 'present', records, taint=True)
     assert sorted(c['name'] for c in out['changed']) == ['n1', 'n2', 'n3']
     assert len([w for w in fake.writes() if w[0] == 'PATCH']) == 3
-    assert marks_of(fake.get('nodes', 'n1')) == {'record': 'r1', 'out_of_service_taint': True,
+    assert marks_of(fake.get('nodes', 'n1')) == {'started': None, 'record': 'r1', 'out_of_service_taint': True,
                                                  'out_of_service_taint_by': 'volfence.csi'}
-    assert marks_of(fake.get('nodes', 'n3')) == {'record': None, 'out_of_service_taint': True,
+    assert marks_of(fake.get('nodes', 'n3')) == {'started': None, 'record': None, 'out_of_service_taint': True,
                                                  'out_of_service_taint_by': 'volfence.csi'}
     writes = len(fake.writes())
     again = NodeMarks(api_for(fake)).run(['n1', 'n2', 'n3'], 'present', records, taint=True)
@@ -192,7 +192,7 @@ def test_check_mode_reads_and_writes_nothing():
     fake = cluster('n1')
     out = NodeMarks(api_for(fake)).run(['n1'], 'present', {'n1': 'r1'}, taint=True, check_mode=True)
     assert out['changed'] == [{'name': 'n1', 'changes': ['record written', 'out-of-service taint added']}]
-    assert out['marks']['n1']['after'] == {'record': 'r1', 'out_of_service_taint': True,
+    assert out['marks']['n1']['after'] == {'started': None, 'record': 'r1', 'out_of_service_taint': True,
                                            'out_of_service_taint_by': 'volfence.csi'}
     assert fake.writes() == []
 
@@ -203,7 +203,7 @@ def test_absent_lifts_what_present_wrote():
     out = NodeMarks(api_for(fake)).run(['n1'], 'absent', taint=True)
     assert out['changed'] == [{'name': 'n1', 'changes': ['record removed', 'out-of-service taint removed']}]
     lifted = fake.get('nodes', 'n1')
-    assert marks_of(lifted) == {'record': None, 'out_of_service_taint': False, 'out_of_service_taint_by': None}
+    assert marks_of(lifted) == {'started': None, 'record': None, 'out_of_service_taint': False, 'out_of_service_taint_by': None}
     assert lifted['spec']['taints'] == [OTHER_TAINT]
     assert OWN_TAINT_ANNOTATION not in lifted['metadata'].get('annotations', {})
 
@@ -214,7 +214,7 @@ def test_absent_leaves_someone_elses_taint_on_one_node_and_lifts_ours_on_another
     NodeMarks(api_for(fake)).run(['n1', 'n2'], 'present', {'n1': 'r1', 'n2': 'r2'}, taint=True)
     out = NodeMarks(api_for(fake)).run(['n1', 'n2'], 'absent', taint=True)
     assert marks_of(fake.get('nodes', 'n1'))['out_of_service_taint'] is False
-    assert marks_of(fake.get('nodes', 'n2')) == {'record': None, 'out_of_service_taint': True,
+    assert marks_of(fake.get('nodes', 'n2')) == {'started': None, 'record': None, 'out_of_service_taint': True,
                                                  'out_of_service_taint_by': 'other'}
     assert out['marks']['n2']['after']['out_of_service_taint_by'] == 'other'
     told = NodeMarks(api_for(fake)).run(['n2'], 'absent', taint=True, remove_others_taint=True)
