@@ -33,7 +33,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import (
     OWN_TAINT_ANNOTATION, out_of_service_owner)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
-    MARKER_ANNOTATION, STARTED_ANNOTATION, failover_started_mark)
+    MARKER_ANNOTATION, STARTED_ANNOTATION, boot_id_of, failover_started_mark)
 
 OUT_OF_SERVICE_TAINT = {'key': OUT_OF_SERVICE_KEY, 'value': 'nodeshutdown', 'effect': 'NoExecute'}
 OWN_TAINT_NOTE = 'added by volfence.csi node_failover; node_recover removes it'
@@ -44,7 +44,8 @@ def marks_patch(node, state, record=None, taint=False, remove_others_taint=False
     (None, []) when it is there already. `changes` names what the patch does, in words.
 
     started: the failover's start written (its bootID; `record` is the time the failover began), kept
-    as it is when one of the same boot is there. present: the annotation set to `record` (when a
+    as it is when one of the same boot is there, and not written when a record of the same boot is
+    there (a re-run: the record holds the bootID already). present: the annotation set to `record` (when a
     record is given), which replaces the start (so does `finished`: the run that wrote the start
     fenced nothing for the node), the out-of-service taint added (when `taint`) with the annotation
     that says it is ours, in the same patch; a taint someone else set is left as it is (and stays
@@ -60,7 +61,10 @@ def marks_patch(node, state, record=None, taint=False, remove_others_taint=False
     patch, changes, notes = {}, [], {}
     if state == 'started':
         mark = failover_started_mark(node, record)
-        if annotations.get(STARTED_ANNOTATION) != mark:
+        boot_id = boot_id_of(node)
+        if boot_id is not None and _boot(annotations.get(MARKER_ANNOTATION)) == boot_id:
+            pass  # a record of this boot already holds the bootID (a re-run): nothing to add
+        elif annotations.get(STARTED_ANNOTATION) != mark:
             notes[STARTED_ANNOTATION] = mark
             changes.append('failover start written')
     elif state == 'present':
@@ -210,9 +214,10 @@ def started_marks(marks):
 
 
 def _boot(text):
+    """The boot_id of a record or start text; None when there is none or it is unreadable."""
     try:
         return json.loads(text).get('boot_id')
-    except (ValueError, AttributeError):
+    except (TypeError, ValueError, AttributeError):
         return None
 
 
