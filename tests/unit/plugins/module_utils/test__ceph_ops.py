@@ -340,3 +340,249 @@ def test_fence_matcher_matches_as_ceph_does(address, fenced):
     from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_matcher
     matcher = fence_matcher(['10.0.0.1:0/0', '10.0.0.2:0/55'], ['10.1.0.0/24'])
     assert (matcher.match(parse_addr(address)) is not None) == fenced
+
+
+# --------------------------------------------------------------------------- a failover's fence, in one call
+
+def _now_text(age):
+    """A Kubernetes time `age` seconds before now (fence_failed_nodes judges Leases against the clock)."""
+    import datetime
+    when = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=age)
+    return when.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def _node(name, ip, ready):
+    return dict(apiVersion='v1', kind='Node', metadata=dict(name=name), status=dict(
+        addresses=[dict(type='InternalIP', address=ip), dict(type='Hostname', address=name)],
+        conditions=[dict(type='Ready', status=ready, lastTransitionTime=_now_text(600))],
+        nodeInfo=dict(bootID='boot-' + name)))
+
+
+def _lease(name, age):
+    return dict(apiVersion='coordination.k8s.io/v1', kind='Lease',
+                metadata=dict(name=name, namespace='kube-node-lease'),
+                spec=dict(holderIdentity=name, leaseDurationSeconds=40, renewTime=_now_text(age)))
+
+
+def _cluster_objects(lease_b=3600):
+    """node-b failed (NotReady, its Lease `lease_b` s old); node-a and node-c Ready."""
+    nodes = [_node('node-a', NODES['node-a'], 'True'), _node('node-b', NODES['node-b'], 'Unknown'),
+             _node('node-c', NODES['node-c'], 'True')]
+    leases = [_lease('node-a', 3), _lease('node-b', lease_b), _lease('node-c', 3)]
+    return nodes, leases
+
+
+B = NODES['node-b'] + ':0/1311344876'   # the failed node's client
+C = NODES['node-c'] + ':0/3313351772'   # a Ready node's client
+POD = '10.244.2.7:0/9'                  # a pod-network client no node lists
+
+
+class WatchedCluster(FakeCluster):
+    """FakeCluster whose images are watched: {spec: [watcher address]}. A watcher whose client the
+    blocklist fences (its exact entry, or ip:0/0) is still seen by the first `linger` - 1 reads after
+    its entry was added, gone from the `linger`th on (0: at once; None: never, as a client an OSD has not
+    dropped yet). `errors` {spec: CephError} cannot be read; a spec in neither is missing (CephNotFoundError)."""
+
+    def __init__(self, images, metadata=None, errors=None, linger=0, **kw):
+        super(WatchedCluster, self).__init__(**kw)
+        self.images = dict((k, list(v)) for k, v in images.items())
+        self.metadata = dict(metadata or {})
+        self.errors = dict(errors or {})
+        self.linger = linger
+        self.reads = []
+        self.fenced_at = {}
+
+    def mon(self, command):
+        before = set(self.entries)
+        out = super(WatchedCluster, self).mon(command)
+        for entry in set(self.entries) - before:
+            self.fenced_at[entry] = len(self.reads)
+        return out
+
+    def _gone(self, address):
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import parse_addr
+        addr = parse_addr(address)
+        for entry in (str(addr), '%s:0/0' % (addr.ip if addr.ip.version == 4 else '[%s]' % addr.ip)):
+            if entry in self.fenced_at:
+                return self.linger is not None and len(self.reads) - self.fenced_at[entry] >= self.linger
+        return False
+
+    def inspect_images(self, specs, metadata=True, workers=16):
+        from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import CephNotFoundError
+        self.reads.append(dict(specs=[str(s) for s in specs], metadata=metadata))
+        out = []
+        for spec in specs:
+            key = str(spec)
+            if key in self.errors:
+                out.append((spec, None, self.errors[key]))
+            elif key not in self.images:
+                out.append((spec, None, CephNotFoundError('image %s not found' % key, rc=-2)))
+            else:
+                watchers = [dict(address=a, client_id=4500 + i, cookie=94000 + i)
+                            for i, a in enumerate(self.images[key]) if not self._gone(a)]
+                raw = dict(watchers=watchers)
+                if metadata:
+                    raw['metadata'] = dict(self.metadata.get(key) or {})
+                out.append((spec, raw, None))
+        return out
+
+
+def _fence(cluster, specs, failed=('node-b',), lease_b=3600, **kw):
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_failed_nodes
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap
+    nodes, leases = _cluster_objects(lease_b)
+    t = kw.pop('time', None) or _FakeTime()
+    node_map = NodeMap(dict((n, [ip]) for n, ip in NODES.items()))
+    return fence_failed_nodes(cluster, _specs(*specs), node_map, list(failed), nodes, leases,
+                              sleep=t.sleep, clock=t.clock, **kw)
+
+
+def test_fence_failed_nodes_fences_only_the_failed_nodes_client_and_keeps_the_ready_nodes():
+    cluster = WatchedCluster({'rbd/a': [B, C], 'rbd/b': [C]}, linger=2)
+    t = _FakeTime()
+    out = _fence(cluster, ['rbd/a', 'rbd/b'], expire=900, time=t)
+    plan = out['plan']
+    assert plan['refused'] is None
+    assert plan['fence'] == [B] and plan['by_node'] == {'node-b': [B]}
+    assert plan['by_image'] == {'rbd/a': [B], 'rbd/b': []}
+    # I1: the Ready node's watcher is kept, on both images, each with the reason
+    assert sorted((k['image'], k['address'], k['invariant']) for k in plan['kept']) == [
+        ('rbd/a', C, 'I1'), ('rbd/b', C, 'I1')]
+    assert all('Ready node node-c' in k['reason'] and k['other_node'] == 'node-c' for k in plan['kept'])
+    # blocklisted per client, exactly that one, with the expiry asked
+    assert list(cluster.entries) == [B]
+    assert [(c.json['blocklistop'], c.json['addr'], c.json.get('expire')) for c in cluster.changes()] == [
+        ('add', B, 900.0)]
+    assert out['result']['changed'] and [a['entry'] for a in out['result']['actions']] == [B]
+    # waited until the fenced client was gone (the second read after the add), not longer
+    assert out['still'] == [] and len(cluster.reads) == 1 + 2 and t.now > 0
+    assert cluster.reads[0]['metadata'] is True and cluster.reads[-1]['metadata'] is False
+    after = dict((r['spec'], [w['address'] for w in r['watchers']]) for r in out['watchers_after'])
+    assert after == {'rbd/a': [C], 'rbd/b': [C]}
+    # what was read before the fence is reported, with the watchers' nodes
+    before = dict((r['spec'], r['nodes']) for r in out['images'])
+    assert before == {'rbd/a': ['node-b', 'node-c'], 'rbd/b': ['node-c']}
+    assert out['missing'] == [] and out['failed_images'] == []
+
+
+def test_fence_failed_nodes_a_fresh_lease_fences_nothing_unless_force():
+    cluster = WatchedCluster({'rbd/a': [B, C]})
+    t = _FakeTime()
+    out = _fence(cluster, ['rbd/a'], lease_b=5, lease_grace=120, time=t)
+    assert 'node node-b renewed its Lease' in out['plan']['refused']
+    assert out['plan']['fence'] == [] and out['plan']['by_node'] == {'node-b': []}
+    kept = dict((k['address'], k['reason']) for k in out['plan']['kept'])
+    assert kept[B].startswith('not fenced: node node-b renewed its Lease')
+    assert 'Ready node node-c' in kept[C]
+    # nothing fenced, the blocklist not even read, nothing waited for
+    assert out['result'] is None and cluster.calls == [] and cluster.entries == {}
+    assert len(cluster.reads) == 1 and t.now == 0 and out['watchers_after'] == [] and out['still'] == []
+
+    forced = _fence(cluster, ['rbd/a'], lease_b=5, lease_grace=120, force=True)
+    assert forced['plan']['refused'] is None and forced['plan']['fence'] == [B]
+    assert list(cluster.entries) == [B]
+    # force lets the fresh Lease pass, never the Ready node
+    assert [k['address'] for k in forced['plan']['kept']] == [C]
+
+
+def test_fence_failed_nodes_a_ready_failed_node_is_refused_even_with_force():
+    cluster = WatchedCluster({'rbd/a': [C]})
+    out = _fence(cluster, ['rbd/a'], failed=['node-c'], force=True)
+    assert out['plan']['refused'] == 'node node-c is Ready' and out['plan']['fence'] == []
+    assert cluster.calls == [] and cluster.entries == {}
+
+
+def test_fence_failed_nodes_an_unreadable_image_fails_before_anything_is_fenced():
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import FenceFailure
+    denied = CephCommandError('rbd status failed: EACCES', cmd=['rbd', 'status'], rc=-13, stderr='permission denied')
+    cluster = WatchedCluster({'rbd/a': [B, C], 'rbd/b': [B]}, errors={'rbd/b': denied})
+    with pytest.raises(FenceFailure) as info:
+        _fence(cluster, ['rbd/a', 'rbd/b'])
+    err = info.value
+    assert err.msg.startswith('could not read 1 of 2 image(s), first rbd/b: rbd status failed: EACCES')
+    assert err.msg.endswith('; nothing was fenced')
+    assert err.rc == -13 and err.stderr == 'permission denied' and err.cmd == ['rbd', 'status']
+    assert err.result['failed_images'] == [dict(spec='rbd/b', error='rbd status failed: EACCES')]
+    assert err.result['plan'] is None and err.result['result'] is None
+    assert [r['spec'] for r in err.result['images']] == ['rbd/a']
+    # no blocklist entry, and no monitor command at all
+    assert cluster.calls == [] and cluster.entries == {} and len(cluster.reads) == 1
+
+
+def test_fence_failed_nodes_check_mode_plans_adds_nothing_and_does_not_wait():
+    cluster = WatchedCluster({'rbd/a': [B, C]}, linger=None)
+    t = _FakeTime()
+    out = _fence(cluster, ['rbd/a'], check_mode=True, time=t)
+    assert out['plan']['fence'] == [B] and out['plan']['by_node'] == {'node-b': [B]}
+    assert out['result']['changed'] is True and [a['entry'] for a in out['result']['actions']] == [B]
+    assert out['result']['after'] == [B]  # the prediction
+    assert cluster.changes() == [] and cluster.entries == {}
+    assert len(cluster.reads) == 1 and t.now == 0 and out['watchers_after'] == [] and out['still'] == []
+
+
+def test_fence_failed_nodes_a_missing_image_is_listed_and_the_others_fenced():
+    cluster = WatchedCluster({'rbd/a': [B]})
+    out = _fence(cluster, ['rbd/a', 'rbd/gone'])
+    assert out['missing'] == [dict(spec='rbd/gone', error='image rbd/gone not found')]
+    assert [r['spec'] for r in out['images']] == ['rbd/a'] and out['failed_images'] == []
+    assert out['plan']['fence'] == [B] and list(cluster.entries) == [B] and out['still'] == []
+    # the wait reads the missing image too, as having no watcher
+    assert cluster.reads[-1]['specs'] == ['rbd/a', 'rbd/gone']
+    assert [r['spec'] for r in out['watchers_after']] == ['rbd/a']
+
+
+def test_fence_failed_nodes_returns_the_clients_still_watching_after_the_timeout():
+    cluster = WatchedCluster({'rbd/a': [B, C], 'rbd/b': [B]}, linger=None)
+    t = _FakeTime()
+    out = _fence(cluster, ['rbd/a', 'rbd/b'], wait_timeout=7, time=t)
+    assert list(cluster.entries) == [B]  # the entry is in place ...
+    assert out['still'] == [('rbd/a', B), ('rbd/b', B)]  # ... but the client still watches
+    assert t.now == 7 and len(cluster.reads) > 2
+    after = dict((r['spec'], [w['address'] for w in r['watchers']]) for r in out['watchers_after'])
+    assert after == {'rbd/a': [B, C], 'rbd/b': [B]}
+
+
+def test_fence_failed_nodes_fences_a_pod_network_client_ceph_csi_recorded_for_the_failed_node():
+    meta = {'rbd/a': {'.rbd.csi.ceph.com/clientaddress/0001-0009-rbd-0000000000000002-vol1/node-b': '10.244.2.7'}}
+    cluster = WatchedCluster({'rbd/a': [POD, C], 'rbd/u': ['10.244.9.9:0/4']}, metadata=meta)
+    out = _fence(cluster, ['rbd/a', 'rbd/u'])
+    # no node lists 10.244.2.7, but ceph-csi recorded it for node-b on rbd/a: fenced for node-b
+    assert out['plan']['by_node'] == {'node-b': [POD]} and list(cluster.entries) == [POD]
+    # an address nobody recorded or lists is kept (fence_unknown_watchers is off)
+    kept = dict((k['address'], k['reason']) for k in out['plan']['kept'])
+    assert sorted(kept) == sorted(['10.244.9.9:0/4', C]) and 'fence_unknown_watchers' in kept['10.244.9.9:0/4']
+    assert out['still'] == []
+
+
+def test_fence_failed_nodes_a_protected_address_refuses_the_whole_fence():
+    cluster = WatchedCluster({'rbd/a': [B]})
+    # ensure_blocklist refuses it again, before any change, although the plan chose it
+    with pytest.raises(CephRefused, match='protect_addresses'):
+        _fence(cluster, ['rbd/a'], protect=[NODES['node-b']])
+    assert cluster.changes() == [] and cluster.entries == {} and len(cluster.reads) == 1
+
+
+def test_fence_failed_nodes_a_blocklist_change_that_fails_keeps_what_was_read_and_done():
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import FenceFailure
+    other = NODES['node-b'] + ':0/77'
+    cluster = WatchedCluster({'rbd/a': [B], 'rbd/b': [other]}, fail=[other])
+    with pytest.raises(FenceFailure) as info:
+        _fence(cluster, ['rbd/a', 'rbd/b'])
+    result = info.value.result
+    assert result['plan']['fence'] == [B, other]
+    assert [a['entry'] for a in result['result']['actions']] == [B]
+    assert [a['entry'] for a in result['result']['failed_actions']] == [other]
+    assert result['result']['changed'] is True and list(cluster.entries) == [B]
+    assert '1 of 2 blocklist changes failed' in info.value.msg
+    # nothing is waited for on a fence that was not set
+    assert len(cluster.reads) == 1 and result['still'] == []
+
+
+def test_fence_failed_nodes_a_second_run_adds_nothing():
+    cluster = WatchedCluster({'rbd/a': [B, C]})
+    first = _fence(cluster, ['rbd/a'])
+    assert first['result']['changed'] and list(cluster.entries) == [B]
+    calls = len(cluster.changes())
+    again = _fence(cluster, ['rbd/a'])
+    # B no longer watches: nothing to fence, nothing written
+    assert again['plan']['fence'] == [] and again['result'] is None and len(cluster.changes()) == calls
