@@ -425,14 +425,19 @@ def read_marker(node=None, report=None):
     report (a dict; a report of several failed nodes has one marker per node). None when neither
     says anything."""
     text = (((node or {}).get('metadata') or {}).get('annotations') or {}).get(MARKER_ANNOTATION)
+    started = read_started_mark(node)
     if text:
         try:
             marker = json.loads(text)
         except ValueError:
             marker = None
         if isinstance(marker, dict):
+            if started and started.get('boot_id') and started['boot_id'] != marker.get('boot_id'):
+                # a start is newer than the record beside it (a record replaces the start): a later failover,
+                # cut off on another boot, may have fenced that boot's clients, so its bootID holds (I3);
+                # what the record lists was fenced on an earlier boot and is lifted with it (I2)
+                return dict(marker, boot_id=started['boot_id'])
             return marker
-    started = read_started_mark(node)
     if started and started.get('boot_id'):
         # a failover cut off after it began: its bootID holds (I3); what it fenced was not recorded, so
         # only the node's own addresses are lifted (I2), the rest expires

@@ -2,14 +2,18 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A failover's marks on its nodes (record annotation, out-of-service taint): the pure patch decision,
-and NodeMarks on a KubeApi talking to FakeKube."""
+"""A failover's marks on its nodes (start and record annotations, out-of-service taint): the pure patch
+decision, NodeMarks on a KubeApi talking to FakeKube, and a property: whatever step failover runs are cut
+at, node_recover lifts nothing while the node runs a boot something was fenced on."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import datetime
+import json
+
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.node_marks import (
     OUT_OF_SERVICE_TAINT,
@@ -20,9 +24,16 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.node_marks impor
     failure_message,
     marks_of,
     marks_patch,
+    started_marks,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import OWN_TAINT_ANNOTATION
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import MARKER_ANNOTATION
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+    MARKER_ANNOTATION,
+    STARTED_ANNOTATION,
+    failover_markers,
+    read_marker,
+    recovery_plan,
+)
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, merge
 
 OTHER_TAINT = {'key': 'node.kubernetes.io/unreachable', 'effect': 'NoExecute'}
@@ -277,3 +288,247 @@ def test_changed_marks_name_the_nodes_whose_taint_and_record_the_run_changed():
     assert changed_marks(again['marks']) == ([], [])
     checked = NodeMarks(api_for(cluster('n4'))).run(['n4'], 'present', {'n4': 'r'}, taint=True, check_mode=True)
     assert changed_marks(checked['marks']) == (['n4'], ['n4'])
+
+
+# --------------------------------------------------------------------------- the failover's start (state=started)
+
+T1, T2 = '2026-11-21T06:00:00Z', '2026-11-21T06:05:00Z'
+
+
+def booted(name='worker2', boot_id='b1', started=None, record=None, rv='7'):
+    """A node that reports bootID `boot_id`; `started`: (boot_id, started_at) of a start already on it."""
+    out = node(name, record=record, rv=rv)
+    out['status'] = {'nodeInfo': {'bootID': boot_id}}
+    annotations = out['metadata'].setdefault('annotations', {'other': 'kept'})  # another writer's
+    if started is not None:
+        annotations[STARTED_ANNOTATION] = start_text(*started)
+    return out
+
+
+def start_text(boot_id, started_at):
+    return json.dumps({'boot_id': boot_id, 'started_at': started_at}, sort_keys=True)
+
+
+def started_of(obj):
+    """The start on a node, read back as JSON (None when it has none)."""
+    text = marks_of(obj)['started']
+    return None if text is None else json.loads(text)
+
+
+def test_started_writes_the_nodes_boot_id_and_the_time_in_an_annotation_only_patch():
+    patch, changes = marks_patch(booted(boot_id='b1'), 'started', T1)
+    # an annotation merge touches no list: no resourceVersion, nothing of another writer can be lost
+    assert patch == {'metadata': {'annotations': {STARTED_ANNOTATION: start_text('b1', T1)}}}
+    assert changes == ['failover start written']
+
+
+def test_started_keeps_a_start_of_the_same_boot_and_replaces_one_of_another_boot_or_unreadable():
+    assert marks_patch(booted(boot_id='b1', started=('b1', T1)), 'started', T2) == (None, [])
+    patch, changes = marks_patch(booted(boot_id='b2', started=('b1', T1)), 'started', T2)
+    assert patch['metadata']['annotations'] == {STARTED_ANNOTATION: start_text('b2', T2)}
+    assert changes == ['failover start written']
+    broken = booted(boot_id='b1')
+    broken['metadata']['annotations'] = {STARTED_ANNOTATION: '{not json'}
+    patch, _changes = marks_patch(broken, 'started', T2)
+    assert patch['metadata']['annotations'] == {STARTED_ANNOTATION: start_text('b1', T2)}
+
+
+def test_started_writes_nothing_beside_a_record_of_the_same_boot_and_a_start_beside_one_of_another():
+    record_b1 = json.dumps({'boot_id': 'b1', 'fenced_at': T1, 'blocklist': [], 'networkfences': []}, sort_keys=True)
+    assert marks_patch(booted(boot_id='b1', record=record_b1), 'started', T2) == (None, [])
+    patch, changes = marks_patch(booted(boot_id='b2', record=record_b1), 'started', T2)
+    assert patch == {'metadata': {'annotations': {STARTED_ANNOTATION: start_text('b2', T2)}}}
+    assert changes == ['failover start written']
+
+
+def test_started_run_writes_the_mark_once_and_a_second_run_keeps_the_first_time():
+    fake = cluster()
+    fake.add('nodes', booted('n1', 'b1'))
+    out = NodeMarks(api_for(fake)).run(['n1'], 'started', {'n1': T1})
+    assert out['changed'] == [{'name': 'n1', 'changes': ['failover start written']}]
+    assert started_of(fake.get('nodes', 'n1')) == {'boot_id': 'b1', 'started_at': T1}
+    assert fake.get('nodes', 'n1')['metadata']['annotations']['other'] == 'kept'
+    assert started_marks(out['marks']) == ['n1']
+    writes = len(fake.writes())
+    assert writes == 1
+    again = NodeMarks(api_for(fake)).run(['n1'], 'started', {'n1': T2})
+    assert again['changed'] == [] and again['unchanged'] == ['n1']
+    assert len(fake.writes()) == writes  # not one write
+    assert started_of(fake.get('nodes', 'n1')) == {'boot_id': 'b1', 'started_at': T1}
+    assert started_marks(again['marks']) == []  # the start is an earlier run's, not this one's
+
+
+def test_a_start_of_another_boot_is_replaced_and_listed_one_of_the_same_boot_is_not():
+    fake = cluster()
+    fake.add('nodes', booted('n1', 'b2', started=('b1', T1)))   # rebooted since a cut-off run
+    fake.add('nodes', booted('n2', 'b1', started=('b1', T1)))   # the same boot: a cut-off run of this failure
+    fake.add('nodes', booted('n3', 'b3'))                       # none yet
+    out = NodeMarks(api_for(fake), workers=3).run(['n1', 'n2', 'n3'], 'started', dict.fromkeys(['n1', 'n2', 'n3'], T2))
+    assert started_of(fake.get('nodes', 'n1')) == {'boot_id': 'b2', 'started_at': T2}
+    assert started_of(fake.get('nodes', 'n2')) == {'boot_id': 'b1', 'started_at': T1}
+    assert started_of(fake.get('nodes', 'n3')) == {'boot_id': 'b3', 'started_at': T2}
+    assert started_marks(out['marks']) == ['n1', 'n3']
+    assert out['unchanged'] == ['n2']
+    assert sorted(w[1] for w in fake.writes()) == ['/api/v1/nodes/n1', '/api/v1/nodes/n3']
+
+
+def test_present_with_a_record_removes_the_start_in_the_same_patch():
+    fake = cluster()
+    fake.add('nodes', booted('n1', 'b1', started=('b1', T1)))
+    out = NodeMarks(api_for(fake)).run(['n1'], 'present', {'n1': 'r1'})
+    assert out['changed'] == [{'name': 'n1', 'changes': ['record written', 'failover start removed']}]
+    (write,) = fake.writes()
+    assert write[0] == 'PATCH' and write[3] == {'metadata': {'annotations': {MARKER_ANNOTATION: 'r1',
+                                                                             STARTED_ANNOTATION: None}}}
+    after = marks_of(fake.get('nodes', 'n1'))
+    assert after['record'] == 'r1' and after['started'] is None
+    assert fake.get('nodes', 'n1')['metadata']['annotations']['other'] == 'kept'
+
+
+def test_present_without_a_record_leaves_the_start_unless_the_node_is_finished():
+    fake = cluster()
+    fake.add('nodes', booted('n1', 'b1', started=('b1', T1)))  # an earlier, cut-off run's start
+    fake.add('nodes', booted('n2', 'b1', started=('b1', T1)))  # this run's start, nothing fenced for it
+    out = NodeMarks(api_for(fake)).run(['n1', 'n2'], 'present', {}, finished=['n2'])
+    assert out['unchanged'] == ['n1']
+    assert out['changed'] == [{'name': 'n2', 'changes': ['failover start removed']}]
+    assert started_of(fake.get('nodes', 'n1')) == {'boot_id': 'b1', 'started_at': T1}
+    assert marks_of(fake.get('nodes', 'n2'))['started'] is None
+    assert [w[1] for w in fake.writes()] == ['/api/v1/nodes/n2']
+    # with the taint, the start of a node not finished still stays
+    tainted = NodeMarks(api_for(fake)).run(['n1'], 'present', {}, taint=True)
+    assert tainted['changed'] == [{'name': 'n1', 'changes': ['out-of-service taint added']}]
+    assert started_of(fake.get('nodes', 'n1')) == {'boot_id': 'b1', 'started_at': T1}
+
+
+def test_absent_removes_the_record_and_the_start():
+    fake = cluster()
+    fake.add('nodes', booted('n1', 'b2', started=('b2', T2), record='r1'))
+    fake.add('nodes', booted('n2', 'b1', started=('b1', T1)))  # a lone start
+    out = NodeMarks(api_for(fake)).run(['n1', 'n2'], 'absent')
+    changes = dict((c['name'], c['changes']) for c in out['changed'])
+    assert changes == {'n1': ['record removed', 'failover start removed'], 'n2': ['failover start removed']}
+    for name in ('n1', 'n2'):
+        got = fake.get('nodes', name)
+        assert marks_of(got)['record'] is None and marks_of(got)['started'] is None
+        assert got['metadata']['annotations'] == {'other': 'kept'}
+    writes = len(fake.writes())
+    again = NodeMarks(api_for(fake)).run(['n1', 'n2'], 'absent')
+    assert again['changed'] == [] and len(fake.writes()) == writes
+
+
+def test_check_mode_of_the_start_and_its_removal_writes_nothing():
+    fake = cluster()
+    fake.add('nodes', booted('n1', 'b1'))
+    fake.add('nodes', booted('n2', 'b1', started=('b1', T1)))
+    checked = NodeMarks(api_for(fake)).run(['n1'], 'started', {'n1': T2}, check_mode=True)
+    assert checked['changed'] == [{'name': 'n1', 'changes': ['failover start written']}]
+    assert json.loads(checked['marks']['n1']['after']['started']) == {'boot_id': 'b1', 'started_at': T2}
+    assert started_marks(checked['marks']) == ['n1']
+    removed = NodeMarks(api_for(fake)).run(['n2'], 'present', {'n2': 'r'}, check_mode=True)
+    assert removed['changed'] == [{'name': 'n2', 'changes': ['record written', 'failover start removed']}]
+    assert removed['marks']['n2']['after']['started'] is None
+    lifted = NodeMarks(api_for(fake)).run(['n2'], 'absent', check_mode=True)
+    assert lifted['changed'] == [{'name': 'n2', 'changes': ['failover start removed']}]
+    assert fake.writes() == []
+    assert marks_of(fake.get('nodes', 'n1'))['started'] is None
+    assert started_of(fake.get('nodes', 'n2')) == {'boot_id': 'b1', 'started_at': T1}
+
+
+# --------------------------------------------------------------------------- I3 across cut-off runs (property)
+#
+# node_failover on one failed node, as the playbook runs it: failed_nodes state=started (the Node as it
+# was read, then its start), the fence (blocklist entries at the node's own address, the clients of the
+# boot it runs), then failed_nodes state=present with the records failover_markers makes of the Node as
+# read before the start, and finished = the started_nodes of the first call. A run may be cut off after
+# its start, after its fence, or finish (with something fenced or nothing). Between runs the node may
+# have rebooted (and failed again) without node_recover. Then node_recover decides: recovery_plan with
+# read_marker of the Node as it is, once Ready with a fresh Lease, on the same boot or a new one.
+
+NAME, NODE_IP = 'node-b', '10.0.0.12'
+PROPERTY_NOW = datetime.datetime(2026, 3, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
+CUTS = ('start', 'fence', 'finished-fenced', 'finished-nothing')
+
+
+def failed_node_object(boot_id, annotations=None, ready='Unknown'):
+    return {'metadata': {'name': NAME, 'annotations': dict(annotations or {})},
+            'spec': {'taints': []},
+            'status': {'addresses': [{'type': 'InternalIP', 'address': NODE_IP}],
+                       'conditions': [{'type': 'Ready', 'status': ready}],
+                       'nodeInfo': {'bootID': boot_id}}}
+
+
+def other_ready_node():
+    return {'metadata': {'name': 'node-a'},
+            'status': {'addresses': [{'type': 'InternalIP', 'address': '10.0.0.11'}],
+                       'conditions': [{'type': 'Ready', 'status': 'True'}], 'nodeInfo': {'bootID': 'a1'}}}
+
+
+def fresh_leases():
+    renew = (PROPERTY_NOW - datetime.timedelta(seconds=5)).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+    return [{'metadata': {'name': n, 'namespace': 'kube-node-lease'}, 'spec': {'renewTime': renew}}
+            for n in (NAME, 'node-a')]
+
+
+def applied(obj, state, record=None, finished=False):
+    """(the node after failed_nodes `state`, the marks NodeMarks.run would report for it)."""
+    patch, _changes = marks_patch(obj, state, record, finished=finished)
+    after = obj if patch is None else merge(obj, patch)
+    return after, {NAME: dict(before=marks_of(obj), after=marks_of(after))}
+
+
+def failover_run(obj, at, cut, nonces, fenced):
+    """One node_failover run on `obj` (the failed node), cut at `cut`; `fenced` collects the blocklist
+    entries {address: set of the bootIDs the node ran when they were set}."""
+    read = obj  # what state=started returns: the Node as read before its start
+    obj, marks = applied(obj, 'started', at)
+    started = started_marks(marks)
+    if cut == 'start':
+        return obj
+    addresses = [] if cut == 'finished-nothing' else ['%s:0/%d' % (NODE_IP, n) for n in nonces]
+    for address in addresses:
+        fenced.setdefault(address, set()).add(read['status']['nodeInfo']['bootID'])
+    if cut == 'fence':
+        return obj
+    records = failover_markers([read], [NAME], {NAME: addresses}, [], at)
+    obj, _marks = applied(obj, 'present', records.get(NAME), finished=NAME in started)
+    return obj
+
+
+RUNS = st.lists(st.tuples(st.booleans(), st.sampled_from(CUTS),
+                          st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=2)),
+                min_size=1, max_size=4)
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None, print_blob=False,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(runs=RUNS, rebooted=st.booleans(), force=st.booleans())
+def test_I3_recovery_lifts_nothing_while_the_node_runs_a_boot_it_was_fenced_on_whatever_step_runs_were_cut_at(
+        runs, rebooted, force):
+    boot, obj, fenced, boots = 1, failed_node_object('boot-1'), {}, []
+    for i, (reboot, cut, nonces) in enumerate(runs):
+        if reboot and i:  # back, not recovered, and failed again: another bootID
+            boot += 1
+            obj = failed_node_object('boot-%d' % boot, obj['metadata']['annotations'])
+        boots.append('boot-%d' % boot)
+        obj = failover_run(obj, '2026-03-04T10:%02d:00Z' % i, cut, nonces, fenced)
+    now_boot = 'boot-%d' % (boot + 1 if rebooted else boot)
+    back = failed_node_object(now_boot, obj['metadata']['annotations'], ready='True')
+    entries = [dict(kind='address', entry=a, address=a, ip=NODE_IP, cidr=None) for a in sorted(fenced)]
+    marker = read_marker(back)
+    plan = recovery_plan(NAME, [other_ready_node(), back], entries, [], marker, fresh_leases(), lease_fresh=60,
+                         force=force, now=PROPERTY_NOW)
+    lifted = plan['remove_addresses'] + plan['remove_cidrs'] + plan['unfence']
+    fenced_on = set(b for bs in fenced.values() for b in bs)
+    if not force and now_boot in fenced_on:
+        # clients of this very boot were fenced: they may still run (I3)
+        assert lifted == [], (lifted, marks_of(back), fenced)
+        assert plan['refused']
+    if force:
+        assert plan['refused'] is None
+    if not force and now_boot not in boots and marker is not None:
+        # rebooted since every run: what is the node's own is lifted (I2), nothing refused
+        assert plan['refused'] is None and sorted(plan['remove_addresses']) == sorted(fenced)
+    if marker is not None and marker.get('started_only'):
+        # a start alone stands for a failover cut off on the boot it names: the last run's
+        assert marker['boot_id'] == boots[-1]

@@ -18,9 +18,11 @@ import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     MARKER_ANNOTATION,
+    STARTED_ANNOTATION,
     ClusterView,
     failover_marker,
     failover_markers,
+    failover_started_mark,
     failover_preflight,
     failover_volumes,
     fence_cidrs,
@@ -459,6 +461,90 @@ def test_I3_marker_round_trips_through_the_node_annotation_and_the_report():
     leases = recovered_cluster()[1]
     plan = recovery_plan('node-b', [annotated], [address_entry('10.0.0.12:0/1')], [], record, leases, now=NOW)
     assert plan['refused'] is None and plan['remove_addresses'] == ['10.0.0.12:0/1']
+
+
+def started(boot_id='boot-1', started_at='2026-03-04T09:59:00Z'):
+    return json.dumps(dict(boot_id=boot_id, started_at=started_at), sort_keys=True)
+
+
+def test_I3_a_lone_start_reads_as_a_record_of_its_boot_with_nothing_recorded_fenced():
+    back = node('node-b', ['10.0.0.12'], boot_id='boot-2', annotations={STARTED_ANNOTATION: started('boot-1')})
+    assert read_marker(back) == dict(boot_id='boot-1', fenced_at='2026-03-04T09:59:00Z', blocklist=[],
+                                     networkfences=[], started_only=True)
+    # the annotation beats a report, as a record does
+    assert read_marker(back, dict(marker=dict(boot_id='other')))['boot_id'] == 'boot-1'
+    # rebooted since: its own address is lifted (I2), an entry at a pod address no record names is kept
+    leases = recovered_cluster()[1]
+    entries = [address_entry('10.0.0.12:0/1'), address_entry('10.244.3.9:0/77')]
+    plan = recovery_plan('node-b', [back], entries, [], read_marker(back), leases, now=NOW)
+    assert plan['refused'] is None and plan['remove_addresses'] == ['10.0.0.12:0/1']
+    assert plan['kept'] == []  # 10.244.3.9 is neither its address nor recorded: not the node's to decide
+    # the same boot as at the start: nothing is lifted (I3)
+    same = node('node-b', ['10.0.0.12'], boot_id='boot-1', annotations={STARTED_ANNOTATION: started('boot-1')})
+    plan = recovery_plan('node-b', [same], entries, [], read_marker(same), leases, now=NOW)
+    assert 'has not rebooted' in plan['refused'] and all_lifts(plan) == []
+
+
+def test_I3_with_a_record_and_a_start_of_the_same_boot_the_record_wins():
+    record = failover_marker(node('node-b', ['10.0.0.12'], ready='False'), ['10.0.0.12:0/1'], ['fence-node-b'],
+                             fenced_at='2026-03-04T10:00:00Z')
+    both = node('node-b', ['10.0.0.12'], boot_id='boot-2',
+                annotations={MARKER_ANNOTATION: record, STARTED_ANNOTATION: started('boot-1')})
+    assert read_marker(both) == dict(boot_id='boot-1', fenced_at='2026-03-04T10:00:00Z', blocklist=['10.0.0.12:0/1'],
+                                     networkfences=['fence-node-b'])
+
+
+def test_I3_a_start_of_a_later_boot_beside_a_record_holds_that_boot():
+    """A record of boot-1, then the node came back without node_recover, failed again, and a failover
+    began on boot-2 and was cut off after its fence: boot-2's clients may be fenced and still run. The
+    record's bootID would let a node back on boot-2 lift them; the start's holds it (I3). A record
+    replaces the start, so a start beside a record is always the newer."""
+    record = failover_marker(node('node-b', ['10.0.0.12'], ready='False'), ['10.244.3.9:0/77'], [],
+                             fenced_at='2026-03-04T10:00:00Z')
+    annotations = {MARKER_ANNOTATION: record, STARTED_ANNOTATION: started('boot-2', '2026-03-04T11:00:00Z')}
+    assert read_marker(node('node-b', ['10.0.0.12'], annotations=annotations)) == dict(
+        boot_id='boot-2', fenced_at='2026-03-04T10:00:00Z', blocklist=['10.244.3.9:0/77'], networkfences=[])
+    leases = recovered_cluster()[1]
+    entries = [address_entry('10.0.0.12:0/5'), address_entry('10.244.3.9:0/77')]
+    on_boot_2 = node('node-b', ['10.0.0.12'], boot_id='boot-2', annotations=annotations)
+    plan = recovery_plan('node-b', [on_boot_2], entries, [], read_marker(on_boot_2), leases, now=NOW)
+    assert 'has not rebooted' in plan['refused'] and all_lifts(plan) == []
+    # rebooted past both: the node's own entry and what the earlier record lists are lifted (I2)
+    on_boot_3 = node('node-b', ['10.0.0.12'], boot_id='boot-3', annotations=annotations)
+    plan = recovery_plan('node-b', [on_boot_3], entries, [], read_marker(on_boot_3), leases, now=NOW)
+    assert plan['refused'] is None and plan['remove_addresses'] == ['10.0.0.12:0/5', '10.244.3.9:0/77']
+
+
+@pytest.mark.parametrize('text', ['{not json', '["boot-1"]', '{"started_at": "2026-03-04T09:59:00Z"}',
+                                  '{"boot_id": null, "started_at": "T"}', ''])
+def test_I3_an_unreadable_start_or_one_without_a_boot_id_is_no_record(text):
+    alone = node('node-b', ['10.0.0.12'], boot_id='boot-2', annotations={STARTED_ANNOTATION: text})
+    assert read_marker(alone) is None
+    # no proof of a restart: refused, nothing lifted
+    plan = recovery_plan('node-b', [alone], [address_entry('10.0.0.12:0/1')], [], read_marker(alone),
+                         recovered_cluster()[1], now=NOW)
+    assert 'cannot prove it restarted' in plan['refused'] and all_lifts(plan) == []
+    # beside a record it changes nothing: the record is read as it is
+    record = json.dumps(dict(boot_id='boot-1', fenced_at='T', blocklist=[], networkfences=[]), sort_keys=True)
+    both = node('node-b', ['10.0.0.12'], annotations={MARKER_ANNOTATION: record, STARTED_ANNOTATION: text})
+    assert read_marker(both) == json.loads(record)
+    # a report is still read when the start cannot be
+    assert read_marker(alone, dict(marker=dict(boot_id='boot-0')))['boot_id'] == 'boot-0'
+
+
+def test_failover_started_mark_keeps_the_first_time_of_a_boot():
+    down = node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-1')
+    first = failover_started_mark(down, 'T1')
+    assert json.loads(first) == dict(boot_id='boot-1', started_at='T1')
+    again = node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-1', annotations={STARTED_ANNOTATION: first})
+    assert failover_started_mark(again, 'T2') == first
+    rebooted = node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-2', annotations={STARTED_ANNOTATION: first})
+    assert json.loads(failover_started_mark(rebooted, 'T2')) == dict(boot_id='boot-2', started_at='T2')
+
+
+def test_node_states_count_a_lone_start_as_marked():
+    alone = node('node-b', ['10.0.0.12'], annotations={STARTED_ANNOTATION: started()})
+    assert node_states([alone, node('node-c', ['10.0.0.13'])], ['node-b', 'node-c'])['marked'] == ['node-b']
 
 
 # --------------------------------------------------------------------------- I4 / item 3: live locks
