@@ -433,6 +433,8 @@ def fence_failed_nodes(client, specs, node_map, failed, nodes, leases, lease_gra
     except BlocklistFailure as exc:
         out['result'] = exc.result
         raise FenceFailure(exc.msg, out, exc)
+    except CephError as exc:  # refused (a daemon's or a protected address) or not sent: nothing was fenced
+        raise FenceFailure(exc.msg, out, exc)
     if not check_mode:
         try:
             out['watchers_after'], out['still'] = wait_unwatched(client, specs, fence_matcher(fence, []),

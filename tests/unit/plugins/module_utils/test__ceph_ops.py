@@ -556,9 +556,12 @@ def test_fence_failed_nodes_fences_a_pod_network_client_ceph_csi_recorded_for_th
 
 def test_fence_failed_nodes_a_protected_address_refuses_the_whole_fence():
     cluster = WatchedCluster({'rbd/a': [B]})
-    # ensure_blocklist refuses it again, before any change, although the plan chose it
-    with pytest.raises(CephRefused, match='protect_addresses'):
+    # ensure_blocklist refuses it again, before any change, although the plan chose it; the failure
+    # keeps what was read and planned, for the report
+    from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import FenceFailure
+    with pytest.raises(FenceFailure, match='protect_addresses') as info:
         _fence(cluster, ['rbd/a'], protect=[NODES['node-b']])
+    assert info.value.result['plan']['fence'] == [B] and info.value.result['images']
     assert cluster.changes() == [] and cluster.entries == {} and len(cluster.reads) == 1
 
 
