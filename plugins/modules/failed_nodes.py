@@ -16,7 +16,7 @@ description:
   - With O(state=started), reads what M(volfence.csi.failed_nodes_info) reads and returns the same results in the
     same call, refuses (and writes nothing) when a node does not exist or may be alive (RV(preflight.refused),
     invariant I1 of docs/safety.md), and else writes on each node the failover's start (annotation
-    C(volfence.csi/failover-started): the node's bootID and when the failover began). The
+    C(volfence.csi/failover-started), the node's bootID and when the failover began). The
     C(volfence.csi.node_failover) playbook runs it first, before anything is read on Ceph or fenced, so that a
     run cut off while fencing leaves on each node the bootID C(node_recover) must see change (I3).
   - With O(state=present), writes on each node of O(nodes) the failover's record (annotation
@@ -88,10 +88,10 @@ options:
     default: 500
   finished:
     description:
-      - With O(state=present), the nodes whose start goes even though O(records) gives them no record: the nodes
-        whose start this failover wrote (RV(started_nodes) of the O(state=started) call) and for which it fenced
-        nothing.
-      - A start of a node not listed here and without a record stays: it was left by an earlier run that was cut
+      - With O(state=present), the nodes whose start goes even though O(records) gives them no record, that is the
+        nodes whose start this failover wrote (RV(started_nodes) of the O(state=started) call) and for which it
+        fenced nothing.
+      - A start of a node not listed here and without a record stays, as it was left by an earlier run that was cut
         off, which may have fenced what it did not record.
     type: list
     elements: str
@@ -171,8 +171,22 @@ preflight:
   description: With O(state=started), the preflight verdict, as M(volfence.csi.failed_nodes_info) returns it.
   returned: when O(state=started)
   type: dict
-  sample: {refused: null, nodes: {worker2: {exists: true, ready: Unknown, lease_age: 412, boot_id: 5f1c0e1a}},
-           lines: ["node worker2: Ready=Unknown, Lease age 412 s"], ready_addresses: [10.0.0.1]}
+  contains:
+    refused:
+      description: Null when every named node is provably down, else why not (I1); the module then fails.
+      type: str
+      sample: null
+    nodes:
+      description: Per named node, its C(ready) condition, C(lease_age) in seconds, C(boot_id) and C(addresses).
+      type: dict
+    lines:
+      description: One sentence per named node, for the report.
+      type: list
+      elements: str
+    ready_addresses:
+      description: The addresses of Ready nodes, which no fence may cover.
+      type: list
+      elements: str
 volumes:
   description: With O(state=started), every volume of the nodes, as M(volfence.csi.failed_nodes_info) returns it.
   returned: when O(state=started) and the preflight passed

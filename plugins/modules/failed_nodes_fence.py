@@ -25,7 +25,7 @@ description:
     daemons and O(protect_addresses) are refused again before anything is written.
   - Then reads the images until no fenced client watches any (the OSDs drop a blocklisted client's watches once
     they see the new OSD map), at most O(wait_timeout) seconds. Until then the fence has not taken effect and
-    nothing may be released on it (I6): the module fails and says which clients still watch.
+    nothing may be released on it (I6), so the module fails and says which clients still watch.
   - Before it runs, the playbook marks each failed node with its bootID (M(volfence.csi.failed_nodes),
     O(volfence.csi.failed_nodes#module:state=started)); after it, the playbook records exactly what was fenced
     for each node (RV(plan.by_node)), so that C(node_recover) lifts it once the node rebooted (I2, I3).

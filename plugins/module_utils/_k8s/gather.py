@@ -96,6 +96,7 @@ def missing_message(gathered):
     names = [_meta(n).get('name') for n in gathered['nodes']]
     return '; '.join(missing_node(name, names) for name in gathered['missing']) + '; nothing was changed'
 
+
 _NAMESPACE_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 
 
