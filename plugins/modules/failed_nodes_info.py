@@ -22,8 +22,9 @@ description:
   - With O(volumes), also reads the pods on each named node (field selector C(spec.nodeName)), their claims and
     PersistentVolumes by name, and the VolumeAttachments, of which only those of the named nodes are kept.
   - Returns the preflight verdict (RV(preflight.refused) says why a node must be treated as alive, I1 of
-    C(docs/safety.md)) and every volume of the nodes, whatever the driver. It does not refuse by itself; the
-    playbook asserts on RV(preflight.refused), so that a check run also shows the verdict.
+    C(docs/safety.md)) and every volume of the nodes, whatever the driver. It does not refuse by itself;
+    M(volfence.csi.failed_nodes) with O(volfence.csi.failed_nodes#module:state=started) reads the same, refuses, and
+    marks the failover's start in one call (the C(volfence.csi.node_failover) playbook's first step).
   - Reads only; changes nothing.
 author:
   - volfence.csi maintainers (@volfence)
