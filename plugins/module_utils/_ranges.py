@@ -18,6 +18,8 @@ __metaclass__ = type
 MAX_CALL_TIMEOUT = 3600
 # Seconds a module may wait for a controller or kubelet (`wait_timeout`), and grace periods.
 MAX_WAIT_SECONDS = 86400
+# the longest Lease age a failover waits for before it takes a node for dead (a day)
+MAX_LEASE_GRACE = 86400
 # Seconds between two polls while waiting.
 MAX_SLEEP_SECONDS = 600
 # Parallel requests or commands one module runs at once.

@@ -220,7 +220,8 @@ diff:
 import time
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, MAX_WAIT_SECONDS, check_range
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
+    MAX_LEASE_GRACE, MAX_PARALLEL, MAX_WAIT_SECONDS, check_range)
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import parse_protected
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import module_session, parse_image_spec
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
@@ -228,8 +229,6 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import FenceFailure, fence_failed_nodes
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
-
-MAX_LEASE_GRACE = 86400
 
 
 def main():

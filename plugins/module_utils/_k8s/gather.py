@@ -40,7 +40,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose i
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     check_object_name, node_addresses, node_ready)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node
-from ansible_collections.volfence.csi.plugins.module_utils._ranges import check_range
+from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_LEASE_GRACE, check_range
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import get_each
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import other_remediators_by_node
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
@@ -76,7 +76,6 @@ START_FAILURE_REASONS = ('Failed', 'FailedMount', 'FailedMapVolume', 'FailedAtta
 
 DEFAULT_PAGE = 500
 READ_WORKERS = 8  # parallel GETs of claims and PVs by name, over one connection pool
-MAX_LEASE_GRACE = 86400
 MAX_PAGE = 10000
 
 
