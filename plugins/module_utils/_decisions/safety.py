@@ -245,7 +245,22 @@ def fence_plan(images, failed_node, nodes, leases=None, lease_grace=120, daemon_
                     entry['other_node'] = owner
                 kept.append(entry)
         by_image[spec] = chosen
+    kept = _cut_elsewhere(kept, fence, by_image)
     return dict(fence=fence, kept=kept, by_image=by_image, by_node=by_node, refused=refused)
+
+
+def _cut_elsewhere(kept, fence, by_image):
+    """Kept watchers whose exact client (ip:port/nonce) is fenced for another image are cut by that
+    entry on this image too: report them fenced there, or their volume would be held back (I6) for a
+    client the run did fence. Only a ceph-csi record differs between images; no other reason can."""
+    fenced = set(fence)
+    still = []
+    for entry in kept:
+        if entry['address'] in fenced:
+            by_image[entry['image']].append(entry['address'])
+        else:
+            still.append(entry)
+    return still
 
 
 def _fenced_owner(view, ip, failed, recorded):

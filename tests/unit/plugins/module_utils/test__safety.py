@@ -694,6 +694,29 @@ def test_item6_volume_with_a_kept_watcher_is_not_released():
     assert plan['remove_attachments'] == ['va-2'] and plan['kept_attachments'] == ['va-1']
 
 
+def test_I1_a_client_fenced_for_one_image_is_reported_fenced_on_every_image_it_watches():
+    """ceph-csi recorded pod-network client 10.244.2.7:0/9 for node-b on img-1 only; it watches img-2 too.
+    Its one blocklist entry cuts it on both, so img-2 is not held back for a "kept" watcher (I6). A
+    different client at the same IP on img-2 (another nonce) is not that entry and stays kept."""
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False')]
+    one = image('rbd/img-1', '10.244.2.7:0/9', recorded=[('node-b', '10.244.2.7')])
+    two = image('rbd/img-2', '10.244.2.7:0/9', '10.0.0.12:0/3')
+    for images in ([one, two], [two, one]):
+        plan = fence_plan(images, 'node-b', nodes, now=NOW)
+        assert sorted(plan['fence']) == ['10.0.0.12:0/3', '10.244.2.7:0/9'] and plan['kept'] == []
+        assert dict((k, sorted(v)) for k, v in plan['by_image'].items()) == {
+            'rbd/img-1': ['10.244.2.7:0/9'], 'rbd/img-2': ['10.0.0.12:0/3', '10.244.2.7:0/9']}
+        assert sorted(plan['by_node']['node-b']) == ['10.0.0.12:0/3', '10.244.2.7:0/9']
+        release = release_plan('node-b', [rbd_volume(1), rbd_volume(2)], [], images=images, fence=plan,
+                               watchers_after=[image('rbd/img-1'), image('rbd/img-2')])
+        assert safe_map(release) == {'pv-1': True, 'pv-2': True}
+    other = image('rbd/img-2', '10.244.2.7:0/77')
+    plan = fence_plan([one, other], 'node-b', nodes, now=NOW)
+    assert plan['fence'] == ['10.244.2.7:0/9'] and plan['by_image']['rbd/img-2'] == []
+    assert [(k['address'], k['image']) for k in plan['kept']] == [('10.244.2.7:0/77', 'rbd/img-2')]
+    assert 'set fence_unknown_watchers' in plan['kept'][0]['reason']
+
+
 def test_item6_missing_image_is_not_released():
     volumes = [rbd_volume(1), rbd_volume(2)]
     images = [image('rbd/img-2', '10.0.0.12:0/3')]

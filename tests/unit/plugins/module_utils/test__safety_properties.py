@@ -251,6 +251,10 @@ def build_images(digits, min_watchers=0):
     images = []
     for spec in IMAGE_SPECS[:digits(len(IMAGE_SPECS) + 1)]:
         watchers = digits.some(WATCHERS, 3, least=min_watchers)
+        if images and digits(3) == 0:
+            # one client watching several images (a node maps them all), recorded on some only
+            watchers = [w['address'] for w in images[-1]['watchers']] + [a for a in watchers if a not in
+                                                                         [w['address'] for w in images[-1]['watchers']]]
         records = digits.some(RECORDS, 2)
         images.append(dict(spec=spec, watchers=[dict(address=a) for a in watchers],
                            csi_client_addresses=[dict(node=n, ip=text) for n, text in records]))
@@ -267,8 +271,15 @@ def check_I1_fence_plan(cluster, failed, images, daemons, fence_unknown, force, 
     daemon_hosts = set(host for _text, host in daemons)
     assert sorted(set(plan['fence'])) == sorted(set(a for chosen in plan['by_image'].values() for a in chosen))
     addressless_ready = [n for n, f in cluster.facts.items() if f.ready == 'True' and not f.ips]
+
+    def recorded_on(image):
+        return set(unmapped(ip(c['ip'])) for c in image['csi_client_addresses'] if c['node'] == failed)
+
+    # the images on which ceph-csi's record of the failed node ties each fenced client to it
+    recorded_for = dict((a, [i['spec'] for i in images if TRUTH[a] in recorded_on(i)
+                             and a in [w['address'] for w in i['watchers']]]) for a in plan['fence'])
     for image in images:
-        recorded = set(unmapped(ip(c['ip'])) for c in image['csi_client_addresses'] if c['node'] == failed)
+        recorded = recorded_on(image)
         for address in plan['by_image'][image['spec']]:
             host = TRUTH[address]
             assert host is not None, 'fenced an unreadable address %s' % address
@@ -282,8 +293,10 @@ def check_I1_fence_plan(cluster, failed, images, daemons, fence_unknown, force, 
                 assert holders == set([failed]), 'fenced %s of node %s' % (address, sorted(holders))
             else:
                 assert not addressless_ready, 'fenced unlisted %s while %s list no address' % (address, addressless_ready)
-                assert host in recorded or fence_unknown, 'fenced unrecorded %s' % address
+                # recorded on this image, or the same client (one blocklist entry) recorded on another
+                assert host in recorded or fence_unknown or recorded_for[address], 'fenced unrecorded %s' % address
     kept = set(k['address'] for k in plan['kept'])
+    assert not kept & set(plan['fence']), 'reported kept, yet fenced: %s' % sorted(kept & set(plan['fence']))
     for image in images:
         for watcher in image['watchers']:
             assert watcher['address'] in plan['fence'] or watcher['address'] in kept
