@@ -76,6 +76,44 @@ def shared_image(clean_lab):
     return dict(shared=shared, own=own, b=held_b["address"], c=held_c["address"], b2=held_b2["address"])
 
 
+@pytest.fixture
+def pod_network_client(clean_lab):
+    """One client of node-b watching two images, from an address node-b's Node does not list (pod
+    networking), which ceph-csi recorded for node-b on the first image only."""
+    lab = clean_lab
+    recorded, unrecorded = lab.new_image("ffrec"), lab.new_image("ffunrec")
+    held = json.loads(lab.lab("hold", "node-b", recorded, "--also-image", unrecorded, "--metadata-key",
+                              ".rbd.csi.ceph.com/clientaddress/0001-vol-rec/node-b", "--metadata-value",
+                              lab.nodes["node-b"]))
+    assert watching(lab, recorded) == watching(lab, unrecorded) == [held["address"]]
+    return dict(recorded=recorded, unrecorded=unrecorded, address=held["address"])
+
+
+def test_a_client_recorded_on_one_image_is_fenced_and_reported_fenced_on_every_image_it_watches(
+        clean_lab, lab_inventory, backend, pod_network_client):
+    """ceph-csi recorded node-b's client on one image; the same client (one ip:port/nonce) watches a
+    second image. One blocklist entry cuts it on both, and the plan says so for both, so node_failover
+    releases both volumes (I6) instead of keeping the second for a client it did fence."""
+    lab, img = clean_lab, pod_network_client
+    host, name = backend
+    pod_ip = "198.51.100.2"  # node-b's Node lists another address: the client is on the pod network
+    args = fence_args(lab, name, [img["unrecorded"], img["recorded"]],
+                      node_addresses=dict((n, [pod_ip if n == "node-b" else ip]) for n, ip in lab.nodes.items()))
+    for item in args["nodes"]:
+        if item["metadata"]["name"] == "node-b":
+            item["status"]["addresses"][0]["address"] = pod_ip
+    fenced = run_module(lab_inventory, host, MODULE, args)
+    assert fenced.get("failed") is not True, fenced
+    plan = fenced["plan"]
+    assert plan["fence"] == [img["address"]] and plan["kept"] == [], plan
+    assert plan["by_image"] == {img["recorded"]: [img["address"]], img["unrecorded"]: [img["address"]]}
+    assert plan["by_node"] == {"node-b": [img["address"]]}
+    recorded = [c for r in fenced["images"] if r["spec"] == img["recorded"] for c in r["csi_client_addresses"]]
+    assert [(c["node"], c["ip"]) for c in recorded] == [("node-b", lab.nodes["node-b"])]
+    assert blocklist(lab) == [img["address"]] and fenced["still_watched"] == []
+    assert watching(lab, img["recorded"]) == [] and watching(lab, img["unrecorded"]) == []
+
+
 # ----------------------------------------------------------------------------- (a) the fence, and (d) again
 
 def test_fences_exactly_the_failed_nodes_clients_keeps_the_ready_nodes_and_is_idempotent(

@@ -84,6 +84,9 @@ def main():
                              "then take LOCK_ID (kubelet_lock_magic_<node>)")
     parser.add_argument("--metadata-key", help="image metadata key to record this client in")
     parser.add_argument("--metadata-value", help="value to record (default: this client's address)")
+    parser.add_argument("--also-image", action="append", default=[],
+                        help="another image this same client opens read-write (a node's one client watching "
+                             "several images); repeatable")
     args = parser.parse_args()
     if args.check_watchers:
         return serve_checks(args)
@@ -119,6 +122,12 @@ def main():
                 return 3
             if not lockers.get("lockers"):
                 image.lock_exclusive(args.intree_lock)
+        also = []
+        for spec in args.also_image:
+            other_pool, other_namespace, other_name = parse_spec(spec)
+            other_ioctx = cluster.open_ioctx(other_pool)
+            other_ioctx.set_namespace(other_namespace)
+            also.append(rbd.Image(other_ioctx, other_name))  # same connection: same client address
         if args.metadata_key:
             image.metadata_set(args.metadata_key, args.metadata_value or cluster.get_addrs())
         if args.lock_id:
@@ -127,7 +136,8 @@ def main():
             else:
                 image.lock_exclusive(args.lock_id)
         write_status(args.status_file, {"address": cluster.get_addrs(), "instance_id": cluster.get_instance_id(),
-                                        "image": args.image, "lock_id": args.lock_id})
+                                        "image": args.image, "also_images": args.also_image,
+                                        "lock_id": args.lock_id})
     except Exception as exc:  # reported to the lab through the status file
         write_status(args.status_file, {"error": "%s: %s" % (type(exc).__name__, exc)})
         return 1

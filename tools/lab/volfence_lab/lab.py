@@ -456,12 +456,13 @@ def holder_pidfile(cfg, node, image, kind):
 
 
 def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None, csi_stage=False,
-         metadata_key=None, metadata_value=None, intree_lock=None):
+         metadata_key=None, metadata_value=None, intree_lock=None, also_images=()):
     """Start a client on `node` that keeps `image` open read-write (a watcher) and, when asked,
     holds an advisory lock. Returns the holder's status (pid, client address).
 
     With csi_stage, it first does ceph-csi's in-use check and returns {"in_use": True, ...}
-    (the holder exits) while another client watches the image."""
+    (the holder exits) while another client watches the image. also_images: other images the same
+    client watches (one client address for all, as a node's client mapping several volumes)."""
     if node not in cfg.nodes:
         raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
     os.makedirs(cfg.holders_dir, exist_ok=True)
@@ -484,6 +485,8 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None,
         cmd += ["--metadata-key", metadata_key] + (["--metadata-value", metadata_value] if metadata_value else [])
     if intree_lock:
         cmd += ["--intree-lock", intree_lock]
+    for spec in also_images or ():
+        cmd += ["--also-image", spec]
     log = open(pidfile[:-4] + ".log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=clean_env())
     with open(pidfile, "w") as handle:
@@ -777,6 +780,9 @@ def main(argv=None):
     p.add_argument("image", help="pool/image or pool/namespace/image")
     p.add_argument("--lock-id")
     p.add_argument("--shared-tag")
+    p.add_argument("--also-image", action="append", default=[], help="another image the same client watches")
+    p.add_argument("--metadata-key", help="image metadata key to record the client in (ceph-csi's clientaddress)")
+    p.add_argument("--metadata-value", help="the value recorded (default: the client's address)")
     p = sub.add_parser("kill-node", help="stop a node's kubelet; its Ceph clients stay alive")
     p.add_argument("node")
     p = sub.add_parser("revive-node", help="bring a node back as after a reboot")
@@ -807,7 +813,9 @@ def main(argv=None):
         elif args.command == "exec":
             return node_exec(cfg, args.node, " ".join(args.cmd))
         elif args.command == "hold":
-            print(json.dumps(hold(cfg, args.node, args.image, args.lock_id, args.shared_tag), sort_keys=True))
+            print(json.dumps(hold(cfg, args.node, args.image, args.lock_id, args.shared_tag,
+                                  metadata_key=args.metadata_key, metadata_value=args.metadata_value,
+                                  also_images=args.also_image), sort_keys=True))
         elif args.command == "kill-node":
             kill_node(cfg, args.node)
         elif args.command == "revive-node":
