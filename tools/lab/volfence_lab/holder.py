@@ -30,6 +30,14 @@ def parse_spec(spec):
     raise ValueError("image must be pool/image or pool/namespace/image: %r" % spec)
 
 
+def open_read_write(cluster, spec):
+    """Open `spec` read-write on the client's connection: registers a watcher at its address."""
+    pool, namespace, name = parse_spec(spec)
+    ioctx = cluster.open_ioctx(pool)
+    ioctx.set_namespace(namespace)
+    return rbd.Image(ioctx, name)
+
+
 def write_status(path, data):
     tmp = path + ".tmp"
     with open(tmp, "w") as handle:
@@ -96,12 +104,10 @@ def main():
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     try:
-        pool, namespace, name = parse_spec(args.image)
+        parse_spec(args.image)  # a bad spec fails before connecting
         cluster = rados.Rados(conffile=args.conf, rados_id=args.user, conf={"keyring": args.keyring})
         cluster.connect(timeout=10)
-        ioctx = cluster.open_ioctx(pool)
-        ioctx.set_namespace(namespace)
-        image = rbd.Image(ioctx, name)  # read-write open: registers a watcher
+        image = open_read_write(cluster, args.image)
         if args.csi_stage:
             # ceph-csi isInUse(): "because we opened the image, there is at least one watcher";
             # more than that means another client still has the image.
@@ -122,12 +128,8 @@ def main():
                 return 3
             if not lockers.get("lockers"):
                 image.lock_exclusive(args.intree_lock)
-        also = []
-        for spec in args.also_image:
-            other_pool, other_namespace, other_name = parse_spec(spec)
-            other_ioctx = cluster.open_ioctx(other_pool)
-            other_ioctx.set_namespace(other_namespace)
-            also.append(rbd.Image(other_ioctx, other_name))  # same connection: same client address
+        # the same connection, so the same client address watches each of them
+        also = [open_read_write(cluster, spec) for spec in args.also_image]
         if args.metadata_key:
             image.metadata_set(args.metadata_key, args.metadata_value or cluster.get_addrs())
         if args.lock_id:

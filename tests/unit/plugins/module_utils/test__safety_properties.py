@@ -253,8 +253,8 @@ def build_images(digits, min_watchers=0):
         watchers = digits.some(WATCHERS, 3, least=min_watchers)
         if images and digits(3) == 0:
             # one client watching several images (a node maps them all), recorded on some only
-            watchers = [w['address'] for w in images[-1]['watchers']] + [a for a in watchers if a not in
-                                                                         [w['address'] for w in images[-1]['watchers']]]
+            previous = [w['address'] for w in images[-1]['watchers']]
+            watchers = previous + [a for a in watchers if a not in previous]
         records = digits.some(RECORDS, 2)
         images.append(dict(spec=spec, watchers=[dict(address=a) for a in watchers],
                            csi_client_addresses=[dict(node=n, ip=text) for n, text in records]))
@@ -275,9 +275,9 @@ def check_I1_fence_plan(cluster, failed, images, daemons, fence_unknown, force, 
     def recorded_on(image):
         return set(unmapped(ip(c['ip'])) for c in image['csi_client_addresses'] if c['node'] == failed)
 
-    # the images on which ceph-csi's record of the failed node ties each fenced client to it
-    recorded_for = dict((a, [i['spec'] for i in images if TRUTH[a] in recorded_on(i)
-                             and a in [w['address'] for w in i['watchers']]]) for a in plan['fence'])
+    # fenced clients that ceph-csi recorded for the failed node on an image they watch
+    recorded_somewhere = set(a for a in plan['fence'] for i in images
+                             if TRUTH[a] in recorded_on(i) and a in [w['address'] for w in i['watchers']])
     for image in images:
         recorded = recorded_on(image)
         for address in plan['by_image'][image['spec']]:
@@ -294,7 +294,7 @@ def check_I1_fence_plan(cluster, failed, images, daemons, fence_unknown, force, 
             else:
                 assert not addressless_ready, 'fenced unlisted %s while %s list no address' % (address, addressless_ready)
                 # recorded on this image, or the same client (one blocklist entry) recorded on another
-                assert host in recorded or fence_unknown or recorded_for[address], 'fenced unrecorded %s' % address
+                assert host in recorded or fence_unknown or address in recorded_somewhere, 'fenced unrecorded %s' % address
     kept = set(k['address'] for k in plan['kept'])
     assert not kept & set(plan['fence']), 'reported kept, yet fenced: %s' % sorted(kept & set(plan['fence']))
     for image in images:
