@@ -23,6 +23,16 @@ def _list(value, what):
     return value
 
 
+def _auto_or_bool(value, what):
+    """'auto' stays 'auto' (the decision layer decides); anything else is a boolean."""
+    if isinstance(value, str) and value.strip().lower() == _safety.AUTO:
+        return _safety.AUTO
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise AnsibleFilterError('%s must be auto, true or false, got %r' % (what, value))
+
+
 def failover_preflight(nodes, failed_node, leases=None, lease_grace=120, force=False):
     return _safety.failover_preflight(failed_node, _list(nodes, 'nodes'), _list(leases, 'leases'),
                                       int(lease_grace), bool(force))
@@ -47,7 +57,7 @@ def failover_fence_cidrs(nodes, failed_node, leases=None, lease_grace=120, force
 
 def failover_release_plan(volumes, failed_node, pods=None, fence_method='blocklist', images=None, missing=None,
                           fence=None, watchers_after=None, fenced_cidrs=None, networkfence_results=None,
-                          out_of_service_taint=False):
+                          out_of_service_taint=_safety.AUTO):
     # The NetworkFence is in place when a networkfence task ran (check mode: would run) and none failed.
     ran = [r for r in _list(networkfence_results, 'networkfence_results') if isinstance(r, dict) and not r.get('skipped')]
     networkfence_ok = bool(ran) and not any(r.get('failed') for r in ran)
@@ -55,7 +65,7 @@ def failover_release_plan(volumes, failed_node, pods=None, fence_method='blockli
                                 _list(images, 'images'), _list(missing, 'missing'), fence or {},
                                 None if watchers_after is None else _list(watchers_after, 'watchers_after'),
                                 _list(fenced_cidrs, 'fenced_cidrs'), bool(networkfence_ok),
-                                bool(out_of_service_taint))
+                                _auto_or_bool(out_of_service_taint, 'out_of_service_taint'))
 
 
 def node_volume_report(pods, node, pvcs=None, pvs=None, attachments=None):

@@ -26,7 +26,7 @@ K8S_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z
 K8S_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 
 TYPE_WORDS = {'int': 'an integer', 'float': 'a number', 'bool': 'true or false', 'str': 'a string',
-              'list': 'a list', 'dict': 'a mapping', 'path': 'a path'}
+              'list': 'a list', 'dict': 'a mapping', 'path': 'a path', 'auto_bool': 'auto, true or false'}
 CHECKERS = {'int': check_type_int, 'float': check_type_float, 'bool': check_type_bool, 'list': check_type_list,
             'dict': check_type_dict, 'path': check_type_path}
 
@@ -99,6 +99,13 @@ def coerce(name, value, option):
     kind = option.get('type', 'str')
     if value is None:
         return None, None
+    if kind == 'auto_bool':  # 'auto' (the decision layer decides) or a boolean
+        if isinstance(value, str) and value.strip().lower() == 'auto':
+            return 'auto', None
+        try:
+            return check_type_bool(value), None
+        except (TypeError, ValueError):
+            return None, '%s is not %s' % (_show(value), TYPE_WORDS[kind])
     if kind == 'str':
         if isinstance(value, (dict, list)):
             return None, '%s is not a string' % _show(value)
@@ -288,6 +295,9 @@ def survey_spec(playbook, entry):
         if kind == 'bool':
             question.update(type='multiplechoice', choices=['false', 'true'],
                             default='true' if default else 'false')
+        elif kind == 'auto_bool':
+            question.update(type='multiplechoice', choices=['auto', 'false', 'true'],
+                            default=default if default == 'auto' else 'true' if default else 'false')
         elif kind == 'int':
             question.update(type='integer', min=option.get('minimum', 0), max=option.get('maximum', 2 ** 31 - 1))
             if default is not None:

@@ -745,6 +745,8 @@ INLINE_VOLUME_KINDS = ('csi', 'rbd', 'cephfs', 'iscsi', 'nfs', 'fc', 'flexVolume
                        'portworxVolume', 'photonPersistentDisk', 'quobyte', 'scaleIO', 'storageos', 'flocker')
 # In-tree sources a PersistentVolume can have besides those (its data lives on the node itself).
 NODE_LOCAL_SOURCES = ('hostPath', 'local')
+# out_of_service_taint=auto: release_plan decides the taint (out_of_service_decision).
+AUTO = 'auto'
 OUT_OF_SERVICE_HINT = ('the out-of-service taint (power %s off, then re-run with -e out_of_service_taint=true) '
                        'would let Kubernetes %s')
 
@@ -792,7 +794,7 @@ def _volume_name(volume):
 
 
 def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=None, missing=None, fence=None,
-                 watchers_after=None, fenced_cidrs=None, networkfence_ok=False, out_of_service_taint=False):
+                 watchers_after=None, fenced_cidrs=None, networkfence_ok=False, out_of_service_taint=AUTO):
     """Which of the failed node's pods may be force-deleted and attachments removed (I6).
 
     volumes: [{pv, driver, kind, image, attachments: [VolumeAttachment names], claims: [ns/name]}] of the
@@ -803,9 +805,16 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     failed_node may be a list of failed nodes (one release step across them).
     Every volume gets `safe`, `rbd`, `action` (released, kept attached, left alone), `how` (how it
     was made safe, or why it was left alone) and `line` (all of it in one sentence for the report);
-    a pod is force-deleted only when all its claims' and inline volumes are safe; an attachment only
-    when its volume is. A volume of another driver is released only under the out-of-service taint.
+    a pod of a failed node is force-deleted only when all its claims' and inline volumes are safe,
+    whether or not Kubernetes evicted it yet (the node is provably down: the preflight, I1); a
+    DaemonSet's pod and a static pod's mirror are left (their controller puts them back on the node).
+    An attachment is removed only when its volume is safe. A volume of another driver is released
+    only under the out-of-service taint.
+    out_of_service_taint: True (the operator declared the nodes shut down), False, or AUTO: the taint
+    is decided here (`out_of_service`, out_of_service_decision()).
     """
+    requested = out_of_service_taint
+    taint = requested is True
     before = dict((i.get('spec'), i) for i in images or [] if isinstance(i, dict) and i.get('spec'))
     missing = set(m.get('spec') for m in missing or [] if isinstance(m, dict))
     after = None if watchers_after is None else dict((i.get('spec'), i) for i in watchers_after or []
@@ -822,7 +831,7 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
         if not isinstance(volume, dict):
             continue
         safe, how = _volume_safety(volume, fence_method, before, missing, after, fenced, kept_by_image, nets,
-                                   networkfence_ok, out_of_service_taint, _display(volume.get('nodes') or failed),
+                                   networkfence_ok, taint, _display(volume.get('nodes') or failed),
                                    fence.get('refused'))
         rbd = bool(volume.get('image'))
         if safe:
@@ -841,9 +850,13 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
         if not isinstance(pod, dict):
             continue
         meta = pod.get('metadata') or {}
-        if not meta.get('deletionTimestamp') or (pod.get('spec') or {}).get('nodeName') not in failed:
+        if (pod.get('spec') or {}).get('nodeName') not in failed:
             continue
         ref = '%s/%s' % (meta.get('namespace'), meta.get('name'))
+        put_back = _put_back_on_node(pod)
+        if put_back:
+            kept_pods.append(dict(pod=ref, reason=put_back, invariant='I6'))
+            continue
         claims = ['%s/%s' % (meta.get('namespace'), c) for c in _claims_of(pod)]
         inline = [v.get('name') for v in (pod.get('spec') or {}).get('volumes') or []
                   if isinstance(v, dict) and any(k in v for k in INLINE_VOLUME_KINDS)
@@ -855,8 +868,11 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
         elif bad:
             kept_pods.append(dict(pod=ref, reason='claim(s) %s not made safe' % ', '.join(sorted(bad)), invariant='I6'))
         else:
+            how = 'all its volumes are made safe' if claims else 'it uses no persistent volume'
+            if not meta.get('deletionTimestamp'):
+                how += ' (not evicted yet: its node is provably down, I1)'
             delete.append(dict(namespace=meta.get('namespace'), name=meta.get('name'), uid=meta.get('uid'),
-                               node=(pod.get('spec') or {}).get('nodeName'), how='all its volumes are made safe' if claims else 'it uses no persistent volume'))
+                               node=(pod.get('spec') or {}).get('nodeName'), how=how))
     remove = sorted(set(a for v in verdicts if v['safe'] for a in v.get('attachments') or []))
     kept_vas = sorted(set(a for v in verdicts if not v['safe'] for a in v.get('attachments') or []))
     # The claims whose replacement pod the playbook waits for: those of controller-owned pods of the
@@ -872,7 +888,47 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     refs = [dict(namespace=p['namespace'], name=p['name'], uid=p['uid']) if p.get('uid') else
             dict(namespace=p['namespace'], name=p['name']) for p in delete]
     return dict(volumes=verdicts, delete_pods=delete, delete_pod_refs=refs, kept_pods=kept_pods, remove_attachments=remove,
-                kept_attachments=kept_vas, wait_claims=wait_claims, not_rbd=others)
+                kept_attachments=kept_vas, wait_claims=wait_claims, not_rbd=others,
+                out_of_service=out_of_service_decision(requested=requested, failed_nodes=failed, verdicts=verdicts))
+
+
+def out_of_service_decision(requested, failed_nodes, verdicts):
+    """Whether node_failover taints the failed nodes node.kubernetes.io/out-of-service (docs/safety.md I6).
+
+    The taint makes Kubernetes detach every volume of the node at once (the attach/detach controller
+    skips maxWaitForUnmountDuration) and remove its Terminating pods (pod GC): the fastest release on a
+    real cluster, and safe only for volumes no client of the node can still write. So, unless the
+    operator said (requested True: the nodes are declared shut down; False: never), the taint is
+    right exactly when every volume of the nodes was made safe (verdicts of release_plan, computed
+    without the taint): an RBD volume fenced, no volume of another driver (volfence.csi cannot fence
+    it), no volume that could not be named. Returns taint, requested, reason, invariant."""
+    nodes = _display(failed_nodes)
+    if requested is True:
+        return dict(taint=True, requested=True, invariant='I6',
+                    reason='asked (out_of_service_taint=true): %s declared shut down' % nodes)
+    if requested is False:
+        return dict(taint=False, requested=False, invariant='I6',
+                    reason='not asked (out_of_service_taint=false): only what volfence.csi released is released')
+    unsafe = [v for v in verdicts if not v.get('safe')]
+    if unsafe:
+        return dict(taint=False, requested=AUTO, invariant='I6', reason=(
+            'not every volume of %s was made safe (%s): under the taint Kubernetes would detach it' % (
+                nodes, ', '.join(v.get('name') or '?' for v in unsafe))))
+    return dict(taint=True, requested=AUTO, invariant='I6', reason=(
+        'every volume of %s was made safe (%d): Kubernetes may detach them at once and remove the '
+        "node's remaining pods (non-graceful node shutdown)" % (nodes, len(verdicts))))
+
+
+def _put_back_on_node(pod):
+    """Why force-deleting the pod of a failed node releases nothing, or None: a DaemonSet makes its
+    pod again on the same node, and a static pod's mirror belongs to the node's kubelet."""
+    meta = pod.get('metadata') or {}
+    if 'kubernetes.io/config.mirror' in (meta.get('annotations') or {}):
+        return "a static pod's mirror: its node's kubelet owns it"
+    if any((o or {}).get('kind') == 'DaemonSet' and (o or {}).get('controller')
+           for o in meta.get('ownerReferences') or []):
+        return "a DaemonSet's pod: its controller puts it back on the same node"
+    return None
 
 
 def _claims_of(pod):

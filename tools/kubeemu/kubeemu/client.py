@@ -32,6 +32,7 @@ KINDS = {
     "volumeattachments": ("/apis/storage.k8s.io/v1", False),
     "csidrivers": ("/apis/storage.k8s.io/v1", False),
     "deployments": ("/apis/apps/v1", True),
+    "statefulsets": ("/apis/apps/v1", True),
     "replicasets": ("/apis/apps/v1", True),
     "customresourcedefinitions": ("/apis/apiextensions.k8s.io/v1", False),
     "networkfences": ("/apis/csiaddons.openshift.io/v1alpha1", False),

@@ -15,7 +15,8 @@ real controller.
 
 Run by the lab (`python -m volfence_lab.kubesim agent|controlplane`, PYTHONPATH from lab.import_roots).
 
-Timings are shortened for the lab and set in LabTimings.
+The controllers' timings are the lab's clocks (volfence_lab.clocks: real, fast or never), re-read
+while the lab runs; the controllers themselves follow Kubernetes' (the sources are named in docs/lab.md).
 """
 
 import argparse
@@ -34,6 +35,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+from volfence_lab import clocks as clockmod
 from volfence_lab import lab as labmod
 from kubeemu.client import ApiError, KubeClient, server_from_kubeconfig
 from kubeemu.csi import NetworkFenceStandIn, attachment_name
@@ -51,14 +53,7 @@ UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
 
 
-class LabTimings(object):
-    heartbeat = 1.0          # kubelet status/lease renewal (real: 10 s)
-    node_grace = 4.0         # node-monitor-grace-period (real: 40 s)
-    eviction = 5.0           # pod eviction after the node became unreachable (real: 300 s)
-    force_detach = 6.0       # maxWaitForUnmountDuration (real: 6 min)
-    mount_retry = 0.5        # first retry of a failed MountDevice/SetUp (real: 0.5 s) ...
-    mount_retry_max = 1.0    # ... doubling up to this (real: 2 min 2 s)
-    loop = 0.5
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
 # Pods one node agent syncs at once (a kubelet's pod workers run in parallel).
@@ -93,6 +88,28 @@ def node_ready(node):
     for cond in node.get("status", {}).get("conditions", []):
         if cond.get("type") == "Ready":
             return cond.get("status") == "True"
+    return False
+
+
+def driver_is_lab(driver):
+    return (driver or "").endswith(LAB_DRIVER)
+
+
+def toleration_seconds(pod, taint, default):
+    """How long the pod tolerates a NoExecute taint: False (not at all: evicted at once), a number of
+    seconds, or None (forever). default: DefaultTolerationSeconds' value for not-ready and
+    unreachable (None: forever)."""
+    matching = [t for t in pod.get("spec", {}).get("tolerations", []) or []
+                if t.get("effect") in (None, "", "NoExecute")
+                and ((t.get("operator") == "Exists" and t.get("key") in (None, "", taint.get("key")))
+                     or (t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", "")))]
+    if matching:
+        limits = [t.get("tolerationSeconds") for t in matching]
+        if any(limit is None for limit in limits):
+            return None
+        return max(0, min(limits))
+    if taint.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT):
+        return default
     return False
 
 
@@ -266,6 +283,7 @@ class NodeAgent(object):
         self.retry = {}           # pod uid -> (next attempt, delay): failed mounts back off
         self.backoff_set = threading.Event()  # a worker scheduled a retry: the loop recomputes its wake-up
         self.checker = WatcherCheck(cfg, node)
+        self.clocks = clockmod.Follower(cfg.dir)
 
     # --- FUSE CSI volumes (dead-fuse-mount)
     def fuse_mount_path(self, pod, pv):
@@ -415,7 +433,8 @@ class NodeAgent(object):
 
     def back_off(self, uid):
         """kubelet's exponential backoff of a failed mount operation."""
-        delay = min(self.retry.get(uid, (0, LabTimings.mount_retry / 2))[1] * 2, LabTimings.mount_retry_max)
+        clocks = self.clocks.get()
+        delay = min(self.retry.get(uid, (0, clocks.mount_retry / 2))[1] * 2, clocks.mount_retry_max)
         self.retry[uid] = (time.time() + delay, delay)
         self.backoff_set.set()
 
@@ -425,7 +444,7 @@ class NodeAgent(object):
         backoff ends, not on the lab's next listing."""
         with self.lock:
             dues = [due for due, _delay in self.retry.values() if due > moment]
-        return min([LabTimings.loop] + [due - moment + 0.01 for due in dues])
+        return min([self.clocks.get().loop] + [due - moment + 0.01 for due in dues])
 
     def sync_pod(self, pod):
         meta = pod["metadata"]
@@ -563,7 +582,7 @@ class NodeAgent(object):
                 self.heartbeat()
             except Exception as exc:  # like a kubelet, keep posting whatever one call did
                 log("agent %s: heartbeat: %s" % (self.node, exc))
-            time.sleep(LabTimings.heartbeat)
+            time.sleep(self.clocks.get().heartbeat)
 
     def run(self, stop):
         self.register()
@@ -592,6 +611,12 @@ class ControlPlane(object):
         self.cfg = cfg
         self.kube = kube
         self.cluster = None
+        self.clocks = clockmod.Follower(cfg.dir)
+        self.taints_seen = {}           # (node, NoExecute taint key) -> when first seen
+        self.last_pod_gc = 0.0
+        self.attached = None            # the attach/detach controller's actual state: (pv, node) -> since
+        self.detach_requested = {}      # (pv, node) -> when it left the desired state
+        self.last_attachment_sync = 0.0
         # CSI-Addons: the shared stand-in, acting on the lab's Ceph for the lab driver's fences.
         self.fences = NetworkFenceStandIn(kube, owns=self.owns_fence, apply=self.apply_fence,
                                           release=self.release_fence)
@@ -604,7 +629,7 @@ class ControlPlane(object):
             name = node["metadata"]["name"]
             renew = age(leases.get(name, {}).get("spec", {}).get("renewTime"))
             taints = node.get("spec", {}).get("taints", []) or []
-            stale = renew is None or renew > LabTimings.node_grace
+            stale = renew is None or renew > self.clocks.get().node_grace
             if stale and node_ready(node):
                 conditions = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
                 old = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
@@ -620,20 +645,59 @@ class ControlPlane(object):
                 self.kube.patch("nodes", name, {"spec": {"taints": [t for t in taints if t["key"] != UNREACHABLE_TAINT]}})
         return {n["metadata"]["name"]: self.kube.get("nodes", n["metadata"]["name"]) for n in nodes}
 
-    # taint eviction + pod GC for out-of-service nodes
+    # taint eviction (pkg/controller/tainteviction/taint_eviction.go): a pod on a node with a NoExecute
+    # taint it does not tolerate is deleted at once; one it tolerates for N seconds is deleted N seconds
+    # after the taint was seen. The API server's DefaultTolerationSeconds admission gives every pod
+    # that names none a toleration of not-ready and unreachable (clocks.eviction; never: forever).
+    # The deletion is graceful: on a dead node the pod stays Terminating until something removes it.
     def evict(self, nodes, pods):
+        clocks = self.clocks.get()
+        moment = time.time()
+        seen = {}
+        for name, node in nodes.items():
+            for taint in node.get("spec", {}).get("taints", []) or []:
+                if taint.get("effect") == "NoExecute":
+                    key = (name, taint.get("key"))
+                    seen[key] = self.taints_seen.get(key, moment)
+        self.taints_seen = seen
         for pod in pods:
-            node = nodes.get(pod.get("spec", {}).get("nodeName"))
-            if node is None:
-                continue
             meta = pod["metadata"]
-            if has_taint(node, OUT_OF_SERVICE_TAINT) and not node_ready(node):
-                # Non-graceful node shutdown: the pod GC force-deletes the node's pods.
-                self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
+            name = pod.get("spec", {}).get("nodeName")
+            node = nodes.get(name)
+            if node is None or meta.get("deletionTimestamp"):
                 continue
-            taint = [t for t in node.get("spec", {}).get("taints", []) or [] if t["key"] == UNREACHABLE_TAINT]
-            if taint and not meta.get("deletionTimestamp") and (age(taint[0].get("timeAdded")) or 0) > LabTimings.eviction:
+            due = None
+            for taint in node.get("spec", {}).get("taints", []) or []:
+                if taint.get("effect") != "NoExecute":
+                    continue
+                tolerated = toleration_seconds(pod, taint, clocks.eviction)
+                if tolerated is False:
+                    due = moment
+                    break
+                if tolerated is not None:
+                    at = seen[(name, taint.get("key"))] + tolerated
+                    due = at if due is None else min(due, at)
+            if due is not None and due <= moment:
                 self.kube.delete("pods", meta["name"], meta["namespace"])
+
+    # pod GC (pkg/controller/podgc/gc_controller.go gcTerminating), every clocks.pod_gc: a Terminating
+    # pod on a node that is not Ready and carries the out-of-service taint (any effect) is marked
+    # Failed and deleted with grace 0 (Kubernetes' non-graceful node shutdown).
+    def pod_gc(self, nodes, pods):
+        clocks = self.clocks.get()
+        if time.time() - self.last_pod_gc < clocks.pod_gc:
+            return
+        self.last_pod_gc = time.time()
+        for pod in pods:
+            meta = pod["metadata"]
+            node = nodes.get(pod.get("spec", {}).get("nodeName"))
+            if node is None or not meta.get("deletionTimestamp"):
+                continue
+            if has_taint(node, OUT_OF_SERVICE_TAINT) and not node_ready(node):
+                if pod.get("status", {}).get("phase") not in ("Failed", "Succeeded"):
+                    self.kube.patch("pods", meta["name"], {"status": {"phase": "Failed"}}, meta["namespace"],
+                                    subresource="status")
+                self.kube.delete("pods", meta["name"], meta["namespace"], grace_period=0)
 
     # deployment + replicaset controllers and the scheduler, for one-replica Deployments
     def sync_deployments(self, nodes, pods):
@@ -666,6 +730,48 @@ class ControlPlane(object):
             if deploy.get("status", {}) != status:
                 self.kube.patch("deployments", meta["name"], {"status": status}, ns, subresource="status")
 
+    # StatefulSet controller (stateful_set_control.go): pod <name>-<ordinal> with its claims
+    # <template>-<name>-<ordinal>; a replacement of the same name only once the old pod object is
+    # gone from the API (a Terminating pod is still there, so the controller waits).
+    def sync_statefulsets(self, nodes, pods):
+        by_name = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
+        for sts in self.kube.list("statefulsets"):
+            meta = sts["metadata"]
+            ns = meta["namespace"]
+            spec = sts.get("spec", {})
+            template = spec.get("template", {})
+            owned = []
+            for ordinal in range(spec.get("replicas", 1)):
+                name = "%s-%d" % (meta["name"], ordinal)
+                pod = by_name.get((ns, name))
+                if pod is not None:
+                    owned.append(pod)
+                    continue
+                volumes = list(template.get("spec", {}).get("volumes", []) or [])
+                for claim in spec.get("volumeClaimTemplates", []) or []:
+                    claim_name = "%s-%s" % (claim["metadata"]["name"], name)
+                    volumes.append({"name": claim["metadata"]["name"],
+                                    "persistentVolumeClaim": {"claimName": claim_name}})
+                node = self.schedule(sts, nodes)
+                pod_spec = dict(template.get("spec", {}), volumes=volumes, hostname=name)
+                if node:
+                    pod_spec["nodeName"] = node
+                labels = dict(template.get("metadata", {}).get("labels", {}))
+                labels["statefulset.kubernetes.io/pod-name"] = name
+                self.kube.create("pods", {
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": ns, "labels": labels,
+                                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                                      "name": meta["name"], "uid": meta["uid"],
+                                                      "controller": True, "blockOwnerDeletion": True}]},
+                    "spec": pod_spec, "status": {"phase": "Pending"}}, ns)
+            live = [p for p in owned if not p["metadata"].get("deletionTimestamp")]
+            running = len([p for p in live if p.get("status", {}).get("phase") == "Running"])
+            status = {"replicas": len(owned), "readyReplicas": running, "availableReplicas": running,
+                      "currentReplicas": len(owned), "observedGeneration": meta.get("generation", 1)}
+            if sts.get("status", {}) != status:
+                self.kube.patch("statefulsets", meta["name"], {"status": status}, ns, subresource="status")
+
     @staticmethod
     def schedule(deploy, nodes):
         usable = sorted(n for n, obj in nodes.items() if node_ready(obj)
@@ -676,59 +782,87 @@ class ControlPlane(object):
             return prefer
         return usable[0] if usable else None
 
-    # attach/detach controller + external-attacher
+    # attach/detach controller (pkg/controller/volume/attachdetach/) + external-attacher. Its actual
+    # state (self.attached) is its own memory: a VolumeAttachment deleted by someone else is noticed
+    # at its periodic sync (syncStates -> csi_attacher.VolumesAreAttached, clocks.attachment_sync), and
+    # until then a ReadWriteOnce volume is refused elsewhere (Multi-Attach). A volume leaves the desired
+    # state when its pod object is gone (a Terminating pod on a dead node still shows running
+    # containers, volumeutil.IsPodTerminated); it is then detached at once unless its node is not
+    # Ready (a dead kubelet never reports it unmounted): then only under the out-of-service taint, or
+    # after clocks.force_detach (maxWaitForUnmountDuration), counted from the detach request.
+    # The fast clocks keep one shortcut of the lab before real clocks: a pod Terminating longer than
+    # force_detach on a node that is not Ready no longer holds its volume.
     def sync_attachments(self, nodes, pods):
+        clocks = self.clocks.get()
+        moment = time.time()
         index = VolumeIndex(self.kube)  # one list of claims and volumes for the whole pass
-        wanted = {}     # (pv name, node) -> (pv, pod)
-        using = {}      # (pv name, node) -> [pods still holding it on that node]
+        wanted = {}     # (pv name, node) -> (pv, pod): volumes to attach
+        desired = set()  # (pv name, node) in the desired state of the world
         for pod in pods:
             node_name = pod.get("spec", {}).get("nodeName")
             if not node_name:
                 continue
             meta = pod["metadata"]
+            node = nodes.get(node_name)
+            terminated = pod.get("status", {}).get("phase") in ("Failed", "Succeeded")
+            if clocks.mode == "fast" and meta.get("deletionTimestamp") and node is not None:
+                # deletionTimestamp is "now + grace period": count from when deletion began.
+                deleting = (age(meta.get("deletionTimestamp")) or 0) + (meta.get("deletionGracePeriodSeconds") or 0)
+                terminated = terminated or (not node_ready(node) and deleting > clocks.force_detach)
             for _pvc, pv in pod_volumes(index, pod):
                 key = (pv["metadata"]["name"], node_name)
-                node = nodes.get(node_name)
-                deleting = age(meta.get("deletionTimestamp"))
-                if deleting is not None:
-                    # deletionTimestamp is "now + grace period": count from when deletion began.
-                    deleting += meta.get("deletionGracePeriodSeconds") or 0
-                released = node is None or (deleting is not None and (
-                    has_taint(node, OUT_OF_SERVICE_TAINT) or
-                    (not node_ready(node) and deleting > LabTimings.force_detach)))
-                if not released:
-                    using.setdefault(key, []).append(pod)
-                if not meta.get("deletionTimestamp"):
+                if node is not None and not terminated:
+                    desired.add(key)
+                if not meta.get("deletionTimestamp") and not terminated:
                     wanted.setdefault(key, (pv, pod))
         vas = self.kube.list("volumeattachments")
-        names = {va["metadata"]["name"] for va in vas}
-        by_pv = {}
+        by_key = {(va["spec"]["source"].get("persistentVolumeName"), va["spec"]["nodeName"]): va for va in vas
+                  if va["spec"].get("attacher") == LAB_DRIVER}
+        if self.attached is None:  # a (re)started controller reads what is attached (processVolumeAttachments)
+            self.attached = {key: moment for key, va in by_key.items() if va.get("status", {}).get("attached")}
+        if moment - self.last_attachment_sync >= clocks.attachment_sync:
+            self.last_attachment_sync = moment
+            for key in [k for k in self.attached if k not in by_key]:
+                del self.attached[key]  # VerifyVolumesAreAttached: the VolumeAttachment is gone
+        # Detach what left the desired state.
+        for key in list(self.attached):
+            if key in desired:
+                self.detach_requested.pop(key, None)
+                continue
+            requested = self.detach_requested.setdefault(key, moment)
+            node = nodes.get(key[1])
+            mounted = node is not None and not node_ready(node)
+            timed_out = (clocks.force_detach is not None and node is not None and not node_ready(node)
+                         and moment - requested > clocks.force_detach)
+            if mounted and not timed_out and not has_taint(node, OUT_OF_SERVICE_TAINT):
+                continue
+            va = by_key.get(key)
+            if va is not None and not va["metadata"].get("deletionTimestamp"):
+                self.kube.delete("volumeattachments", va["metadata"]["name"])
+            del self.attached[key]
+            self.detach_requested.pop(key, None)
+        # external-attacher: a VolumeAttachment being deleted gets ControllerUnpublish, then loses its finalizer.
         for va in vas:
-            by_pv.setdefault(va["spec"]["source"].get("persistentVolumeName"), []).append(va)
-        # Detach what no pod on that node uses any more.
-        for va in vas:
-            if va["spec"].get("attacher") != LAB_DRIVER:
-                continue  # another driver's attachment: its own attacher (absent in the lab) owns it
-            key = (va["spec"]["source"].get("persistentVolumeName"), va["spec"]["nodeName"])
-            if key not in using and key not in wanted:
-                if not va["metadata"].get("deletionTimestamp"):
-                    self.kube.delete("volumeattachments", va["metadata"]["name"])
-            if va["metadata"].get("deletionTimestamp"):
-                # external-attacher: ControllerUnpublish (a no-op for ceph-csi), then drop its finalizer.
+            if va["spec"].get("attacher") == LAB_DRIVER and va["metadata"].get("deletionTimestamp"):
+                self.controller_unpublish(va, nodes)
                 fins = [f for f in va["metadata"].get("finalizers", []) if not f.startswith("external-attacher/")]
                 if fins != va["metadata"].get("finalizers", []):
                     self.kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": fins}})
         for (pv_name, node_name), (pv, pod) in wanted.items():
             csi = pv["spec"]["csi"]
             name = attachment_name(csi["volumeHandle"], csi["driver"], node_name)
-            others = [va for va in by_pv.get(pv_name, []) if va["spec"]["nodeName"] != node_name]
             rwo = "ReadWriteOnce" in pv["spec"].get("accessModes", []) or "ReadWriteOncePod" in pv["spec"].get("accessModes", [])
-            if rwo and others:
+            elsewhere = [n for (p, n) in self.attached if p == pv_name and n != node_name]
+            others = [va for va in vas if va["spec"]["source"].get("persistentVolumeName") == pv_name
+                      and va["spec"]["nodeName"] != node_name and va["spec"].get("attacher") != LAB_DRIVER]
+            if rwo and (elsewhere or others):
                 post_event(self.kube, pod, "FailedAttachVolume",
                            'Multi-Attach error for volume "%s" Volume is already exclusively attached to one '
                            "node and can't be attached to another" % pv_name, "attachdetach-controller")
                 continue
-            if name not in names:
+            if (pv_name, node_name) in self.attached and name in {v["metadata"]["name"] for v in vas}:
+                continue
+            if name not in {v["metadata"]["name"] for v in vas}:
                 driver = csi["driver"]
                 self.kube.create("volumeattachments", {
                     "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
@@ -737,6 +871,12 @@ class ControlPlane(object):
                              "source": {"persistentVolumeName": pv_name}},
                 })
                 self.kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
+            if driver_is_lab(csi.get("driver")):
+                self.attached[(pv_name, node_name)] = moment
+
+    def controller_unpublish(self, va, nodes):
+        """ceph-csi's ControllerUnpublishVolume: a no-op unless fencing is on (see ceph_csi_fencing)."""
+        return None
 
     # CSI-Addons stand-in
     def ceph(self):
@@ -837,17 +977,26 @@ class ControlPlane(object):
             started = time.time()
             try:
                 nodes = self.sync_nodes()
-                pods = self.kube.list("pods")
-                self.evict(nodes, pods)
-                pods = self.kube.list("pods")
-                self.sync_deployments(nodes, pods)
-                self.sync_attachments(nodes, self.kube.list("pods"))
-                self.sync_csi_addons(nodes)
             except Exception as exc:  # keep reconciling, like a controller manager
-                log("controlplane: %s: %s" % (type(exc).__name__, exc))
-            if time.time() - started > 2 * LabTimings.loop:  # the lab falling behind shows in its log
+                log("controlplane: node lifecycle: %s: %s" % (type(exc).__name__, exc))
+                nodes = None
+            # Each controller on its own, as in kube-controller-manager: one failing stops no other.
+            steps = [("taint eviction", self.evict), ("pod GC", self.pod_gc), ("deployments", self.sync_deployments),
+                     ("statefulsets", self.sync_statefulsets), ("attach/detach", self.sync_attachments)]
+            for name, step in steps if nodes is not None else []:
+                try:
+                    step(nodes, self.kube.list("pods"))
+                except Exception as exc:
+                    log("controlplane: %s: %s: %s" % (name, type(exc).__name__, exc))
+            try:
+                if nodes is not None:
+                    self.sync_csi_addons(nodes)
+            except Exception as exc:
+                log("controlplane: csi-addons: %s: %s" % (type(exc).__name__, exc))
+            loop = self.clocks.get().loop
+            if time.time() - started > 2 * loop:  # the lab falling behind shows in its log
                 log("controlplane: a pass took %.1f s" % (time.time() - started))
-            time.sleep(LabTimings.loop)
+            time.sleep(loop)
 
 
 def log(message):

@@ -19,6 +19,8 @@ Configuration (environment):
               17000 + 10 * slot (default: derived from LAB_PREFIX)
   LAB_NODES   node count (default 3: node-a, node-b, node-c) or a comma-separated name list
   LAB_CEPH    Ceph release: 20 (Tentacle, default), 18 (Reef) or 16 (Pacific)
+  LAB_CLOCKS  Kubernetes' clocks: fast (default), real or never (volfence_lab.clocks); change them on
+              a running lab with `python -m volfence_lab clocks MODE`
 """
 
 import argparse
@@ -38,6 +40,7 @@ import kubeemu
 from kubeemu.wait import wait_until
 
 from volfence_lab import ceph_releases
+from volfence_lab import clocks as clockmod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The checkout this package lives in (tools/lab/volfence_lab: installed editable, never copied).
@@ -80,6 +83,9 @@ class Config(object):
         self.bin_dir = os.path.join(self.dir, "bin")
         self.ceph_bin = os.path.join(self.dir, "ceph-bin")
         self.version = None  # the release's exact version, once `up` has written the wrappers
+        self.clocks = env.get("LAB_CLOCKS") or clockmod.DEFAULT_MODE
+        if self.clocks not in clockmod.MODES:
+            raise LabError("LAB_CLOCKS must be one of %s, got %r" % (", ".join(clockmod.MODES), self.clocks))
         try:
             self.release = ceph_releases.check_release(env.get("LAB_CEPH"))
         except ceph_releases.ReleaseError as exc:
@@ -680,7 +686,7 @@ def revive_node(cfg, node):
 def status(cfg):
     result = {"dir": cfg.dir, "prefix": cfg.prefix, "slot": cfg.slot, "up": False,
               "nodes": {n: {"ip": cfg.node_ip(n), "netns": cfg.netns(n) in existing_netns()} for n in cfg.nodes},
-              "processes": len(lab_processes(cfg))}
+              "processes": len(lab_processes(cfg)), "clocks": clockmod.read_mode(cfg.dir)}
     if os.path.exists(cfg.conf):
         proc = run(ceph_cmd(cfg, "status", "--format", "json"), check=False, timeout=20)
         if proc.returncode == 0:
@@ -720,6 +726,7 @@ def up(cfg):
     started = time.time()
     down(cfg, quiet=True)  # a crashed earlier run leaves nothing behind that could get in the way
     os.makedirs(cfg.dir)
+    clockmod.write(cfg.dir, cfg.clocks)
     try:
         cfg.version = write_ceph_wrappers(cfg)
         with open("/tmp/volfence-lab-slots.lock", "w") as lock:
@@ -796,6 +803,8 @@ def main(argv=None):
     p.add_argument("id", nargs="?", help="one scenario's id (default: all of them)")
     p.add_argument("--keep-images", action="store_true")
     p.add_argument("--wait", type=int, default=60, help="seconds to wait for watched images")
+    p = sub.add_parser("clocks", help="print or set the lab's Kubernetes clocks: " + ", ".join(clockmod.MODES))
+    p.add_argument("mode", nargs="?", choices=clockmod.MODES)
     p = sub.add_parser("release", help="stop holders")
     p.add_argument("node", nargs="?")
     p.add_argument("image", nargs="?")
@@ -828,6 +837,10 @@ def main(argv=None):
             from volfence_lab.scenarios import clean_scenario
             print(json.dumps(clean_scenario(cfg, args.id, images=not args.keep_images, wait_seconds=args.wait),
                              indent=2, sort_keys=True))
+        elif args.command == "clocks":
+            if args.mode:
+                clockmod.write(cfg.dir, args.mode)
+            print(json.dumps(clockmod.clocks(clockmod.read_mode(cfg.dir)).as_dict(), sort_keys=True))
         elif args.command == "release":
             print("released %d holder(s)" % release(cfg, args.node, args.image))
         else:

@@ -2,7 +2,12 @@
 
   stale-rbd-watcher
             node-b dies holding a watcher; the replacement pod is stuck on node-a with
-            ceph-csi's "rbd image <pool>/<image> is still being used".
+            ceph-csi's "rbd image <pool>/<image> is still being used". On a lab whose clocks never
+            evict (`never`, as a real cluster in its first 5 minutes) no replacement exists yet: the
+            scenario ends once node-b is NotReady, its pod still on it (stuck_pod: null).
+  stale-rbd-watcher-statefulset
+            the same for a one-replica StatefulSet `web` (claim data-web-0): node-b dies holding the
+            watcher; the StatefulSet controller makes no web-0 elsewhere while the old one exists.
   stale-volumeattachment
             a VolumeAttachment of a volume whose unique name <driver>^<handle> is 68 characters
             and starts with "csi-" (the pre-1.24 detach name collision).
@@ -39,6 +44,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from kubeemu.wait import WaitTimeout, wait_until
+from volfence_lab import clocks as clockmod
 from volfence_lab import lab as labmod
 from volfence_lab.kubesim import FUSE_DRIVER, LAB_DRIVER, CSI_NAMESPACE, attachment_name
 
@@ -182,8 +188,12 @@ def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
     first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
     extra = before_kill(kube, failed) if before_kill else {}
     labmod.kill_node(cfg, failed)
-
-    pod, event = wait_stuck(kube, app, "is still being used", "the replacement pod to be stuck", 90, away_from=failed)
+    if clockmod.clocks(clockmod.read_mode(cfg.dir)).eviction is None:
+        wait_not_ready(kube, failed)
+        pod, event = {"metadata": {"name": None}, "spec": {"nodeName": None}}, {"message": None}
+    else:
+        pod, event = wait_stuck(kube, app, "is still being used", "the replacement pod to be stuck", 90,
+                                away_from=failed)
     watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
     return dict(extra, **{
         "scenario": "stale-rbd-watcher", "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name,
@@ -191,6 +201,50 @@ def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
         "old_pod": first["metadata"]["name"], "stuck_pod": pod["metadata"]["name"],
         "stuck_node": pod["spec"]["nodeName"], "event": event["message"],
         "watchers": [w["address"] for w in watchers]})
+
+
+def wait_not_ready(kube, node):
+    """Until the node lifecycle controller has marked the node unreachable."""
+    def unreachable():
+        obj = kube.find("nodes", node)
+        return obj is not None and any(t.get("key") == "node.kubernetes.io/unreachable"
+                                       for t in obj.get("spec", {}).get("taints", []) or [])
+    wait("%s to be NotReady (unreachable)" % node, unreachable, timeout=120)
+
+
+def statefulset(kube, name, claim_template, prefer_node):
+    kube.create("statefulsets", {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name},
+                     "annotations": {"lab.volfence.io/prefer-node": prefer_node}},
+        "spec": {"replicas": 1, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "web", "image": "nginx:1.14.2",
+                                                       "volumeMounts": [{"mountPath": "/data",
+                                                                         "name": claim_template}]}]}},
+                 "volumeClaimTemplates": [{"metadata": {"name": claim_template},
+                                           "spec": {"accessModes": ["ReadWriteOnce"],
+                                                    "resources": {"requests": {"storage": "1Gi"}}}}]}},
+        NAMESPACE)
+
+
+def stale_rbd_watcher_statefulset(cfg, failed="node-b", app="web"):
+    """A one-replica StatefulSet's pod on `failed`, whose kubelet dies with its RBD client alive."""
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    if kube.find("statefulsets", app, NAMESPACE) is not None:
+        app = app + "-" + uuid.uuid4().hex[:5]
+    claim = "data-%s-0" % app  # what the StatefulSet's claim template names for ordinal 0
+    pv_name, image = rbd_volume(cfg, kube, claim)
+    statefulset(kube, app, "data", failed)
+    first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
+    labmod.kill_node(cfg, failed)
+    wait_not_ready(kube, failed)
+    watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
+    return {"scenario": "stale-rbd-watcher-statefulset", "namespace": NAMESPACE, "statefulset": app,
+            "pvc": claim, "pv": pv_name, "image": image, "failed_node": failed,
+            "failed_node_ip": cfg.node_ip(failed), "old_pod": first["metadata"]["name"],
+            "old_pod_uid": first["metadata"]["uid"], "watchers": [w["address"] for w in watchers]}
 
 
 # A block CSI driver that needs attach, like AWS EBS: the lab's attach controller attaches its
@@ -392,7 +446,7 @@ def dead_fuse_mount(cfg, node="node-c", app="csi-s3-test-nginx"):
 
 SCENARIOS = {"stale-rbd-watcher": stale_rbd_watcher, "stale-rbd-watcher-mixed": stale_rbd_watcher_mixed,
              "stale-volumeattachment": stale_volumeattachment, "dead-fuse-mount": dead_fuse_mount,
-             "stale-rbd-lock": stale_rbd_lock}
+             "stale-rbd-lock": stale_rbd_lock, "stale-rbd-watcher-statefulset": stale_rbd_watcher_statefulset}
 
 
 # ----------------------------------------------------------------------------- many volumes

@@ -95,6 +95,18 @@ def test_every_wrong_input_is_named_in_one_message():
     assert message('node_failover', problems).startswith('node_failover: wrong input, nothing was changed: failed_node: ')
 
 
+@pytest.mark.parametrize('given, expected', [(None, 'auto'), ('auto', 'auto'), (' Auto ', 'auto'), ('true', True),
+                                             (True, True), ('no', False), (False, False)])
+def test_out_of_service_taint_is_auto_or_a_boolean(given, expected):
+    values, problems = check('node_failover', {} if given is None else {'out_of_service_taint': given})
+    assert problems == [] and values['out_of_service_taint'] == expected
+
+
+def test_out_of_service_taint_refuses_anything_else():
+    _values, problems = check('node_failover', {'out_of_service_taint': 'sometimes'})
+    assert problems == ['out_of_service_taint: "sometimes" is not auto, true or false']
+
+
 def test_failed_node_or_failed_nodes_exactly_one_and_the_plays_get_a_list(tmp_path):
     spec = SPECS['node_failover']
     context = dict(CONTEXT)

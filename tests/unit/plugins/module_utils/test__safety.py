@@ -760,9 +760,53 @@ def test_item6_pods_with_unknown_claims_inline_volumes_or_missing_pv_are_kept():
             terminating_pod('ok', 'claim-1')]
     plan = i6_release(volumes, pods, images=images)
     assert safe_map(plan) == {'pv-1': True, None: False}
-    assert [p['name'] for p in plan['delete_pods']] == ['no-claims', 'ok']
+    # 'running' was not evicted yet: its node is provably down and its volume fenced, so it goes too
+    assert [p['name'] for p in plan['delete_pods']] == ['running', 'no-claims', 'ok']
+    assert 'not evicted yet' in plan['delete_pods'][0]['how'] and 'not evicted' not in plan['delete_pods'][2]['how']
     assert sorted(p['pod'] for p in plan['kept_pods']) == ['ns/inline', 'ns/no-pv', 'ns/unknown-claim']
     assert all(p['invariant'] == 'I6' for p in plan['kept_pods'])
+
+
+def test_item6_a_daemonsets_pod_and_a_static_pods_mirror_are_left_on_the_node():
+    images = [image('rbd/img-1', '10.0.0.12:0/1')]
+    daemon = terminating_pod('agent', 'claim-1', terminating=False)
+    daemon['metadata']['ownerReferences'] = [dict(kind='DaemonSet', name='agent', uid='d1', controller=True)]
+    mirror = terminating_pod('etcd', terminating=False)
+    mirror['metadata']['annotations'] = {'kubernetes.io/config.mirror': 'abc'}
+    stateful = terminating_pod('web-0', 'claim-1', terminating=False)
+    stateful['metadata']['ownerReferences'] = [dict(kind='StatefulSet', name='web', uid='s1', controller=True)]
+    plan = i6_release([rbd_volume(1)], [daemon, mirror, stateful], images=images)
+    assert [p['name'] for p in plan['delete_pods']] == ['web-0']
+    assert plan['delete_pod_refs'] == [dict(namespace='ns', name='web-0', uid='uid-web-0')]
+    kept = dict((p['pod'], p['reason']) for p in plan['kept_pods'])
+    assert "DaemonSet" in kept['ns/agent'] and 'mirror' in kept['ns/etcd']
+    assert plan['wait_claims'] == ['ns/claim-1']
+
+
+def test_item6_out_of_service_taint_auto_only_when_every_volume_is_made_safe():
+    images = [image('rbd/img-1', '10.0.0.12:0/1')]
+    pods = [terminating_pod('p1', 'claim-1', terminating=False)]
+    fenced = i6_release([rbd_volume(1)], pods, images=images)
+    assert fenced['out_of_service']['taint'] is True and fenced['out_of_service']['requested'] == 'auto'
+    assert 'every volume of node-b was made safe (1)' in fenced['out_of_service']['reason']
+    with_ebs = i6_release([rbd_volume(1), other_volume(2)], pods, images=images)
+    assert with_ebs['out_of_service']['taint'] is False
+    assert 'pv-2' in with_ebs['out_of_service']['reason']
+    assert safe_map(with_ebs) == {'pv-1': True, 'pv-2': False}  # auto never releases another driver's volume
+    kept = i6_release([rbd_volume(1)], pods, images=images, watchers_after=images)
+    assert kept['out_of_service']['taint'] is False
+    nothing = i6_release([], [], images=[])
+    assert nothing['out_of_service']['taint'] is True  # a node holding no volume: nothing to keep attached
+
+
+def test_item6_out_of_service_taint_true_and_false_are_the_operators_word():
+    images = [image('rbd/img-1', '10.0.0.12:0/1')]
+    asked = i6_release([rbd_volume(1), other_volume(2)], [], images=images, out_of_service_taint=True)
+    assert asked['out_of_service'] == dict(taint=True, requested=True, invariant='I6',
+                                           reason='asked (out_of_service_taint=true): node-b declared shut down')
+    assert safe_map(asked) == {'pv-1': True, 'pv-2': True}
+    refused = i6_release([rbd_volume(1)], [], images=images, out_of_service_taint=False)
+    assert refused['out_of_service']['taint'] is False and refused['out_of_service']['requested'] is False
 
 
 def test_item6_networkfence_releases_only_watchers_inside_a_fence_reported_fenced():

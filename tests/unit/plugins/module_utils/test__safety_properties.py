@@ -497,6 +497,8 @@ FATES = list(itertools.product(WATCHER_FATES, (False, True)))   # (fate, still t
 # a volume slot: absent or one of VOLUME_KINDS, whether its image was found, 0-3 watchers with their fate
 CLAIM_NAMES = ('c0', 'c1', 'c2', 'c3', 'c9')
 POD_SHAPES = list(itertools.product(('ns', 'ns', 'other'), (True, True, False), (False, False, True)))
+POD_OWNERS = (None, 'ReplicaSet', 'StatefulSet', 'DaemonSet')
+POD_NODES = ('node-b', 'node-b', 'node-a')
 
 
 def build_release(digits):
@@ -549,7 +551,10 @@ def build_release(digits):
         meta = dict(name='pod-%d' % n, namespace=namespace)
         if terminating:
             meta['deletionTimestamp'] = '2026-03-04T11:59:00Z'
-        pods.append(dict(metadata=meta, spec=dict(nodeName='node-b', volumes=spec_volumes)))
+        owner = digits.pick(POD_OWNERS)
+        if owner:
+            meta['ownerReferences'] = [dict(kind=owner, name='owner', uid='u-%d' % n, controller=True)]
+        pods.append(dict(metadata=meta, spec=dict(nodeName=digits.pick(POD_NODES), volumes=spec_volumes)))
     options = dict(
         fence_method=digits.pick(('blocklist', 'networkfence')),
         images=images, missing=missing,
@@ -557,7 +562,7 @@ def build_release(digits):
         watchers_after=after if digits(2) else None,
         fenced_cidrs=[text for text, _network in digits.some(CIDRS, 2)],
         networkfence_ok=bool(digits(2)),
-        out_of_service_taint=bool(digits(2)))
+        out_of_service_taint=digits.pick((True, False, 'auto')))
     return volumes, pods, options
 
 
@@ -570,7 +575,7 @@ def oracle_safe(volume, options):
         return False
     image = volume['image']
     if image is None:
-        return options['out_of_service_taint']
+        return options['out_of_service_taint'] is True  # auto decides with the volumes made safe without it
     before = [i for i in options['images'] if i['spec'] == image]
     if not before or image in set(m['spec'] for m in options['missing']):
         return False
@@ -609,7 +614,9 @@ def test_I6_never_releases_a_volume_that_was_not_made_safe(case):
     by_ref = dict(('%s/%s' % (p['metadata']['namespace'], p['metadata']['name']), p) for p in pods)
     for deleted in plan['delete_pods']:
         pod = by_ref['%s/%s' % (deleted['namespace'], deleted['name'])]
-        assert pod['metadata'].get('deletionTimestamp'), 'force-deleted a pod that is not terminating'
+        assert pod['spec']['nodeName'] == 'node-b', 'force-deleted a pod of another node'
+        assert not [o for o in pod['metadata'].get('ownerReferences') or [] if o['kind'] == 'DaemonSet'], \
+            "force-deleted a DaemonSet's pod (its controller puts it back on the node)"
         ref = '%s/%s' % (deleted['namespace'], deleted['name'])
         safe_inline = set(v['inline'] for v in volumes if v.get('source') == 'pod-inline' and ref in v['pods']
                           and oracle_safe(v, options))
@@ -632,7 +639,7 @@ def test_I6_no_volume_of_another_driver_is_released_without_the_out_of_service_t
     shut down (out-of-service taint); every volume is reported with what was done and why."""
     volumes, pods, options = case
     plan = release_plan('node-b', volumes, pods, **options)
-    taint = options['out_of_service_taint']
+    taint = options['out_of_service_taint'] is True
     not_rbd_vas = set(a for v in volumes if not v['image'] for a in v['attachments'])
     not_rbd_claims = set(c for v in volumes if not v['image'] for c in v['claims'])
     for verdict in plan['volumes']:
@@ -653,6 +660,21 @@ def test_I6_no_volume_of_another_driver_is_released_without_the_out_of_service_t
             assert not claims & not_rbd_claims, 'force-deleted a pod using a volume that is not RBD'
             assert not [v for v in pod['spec']['volumes'] if 'nfs' in v], 'force-deleted a pod with inline NFS'
     assert sorted(v['name'] for v in plan['not_rbd']) == sorted(v['name'] for v in plan['volumes'] if not v['rbd'])
+
+
+@PROPERTY
+@given(case=generated(build_release))
+def test_I6_the_out_of_service_taint_only_when_asked_or_every_volume_was_made_safe(case):
+    """The taint makes Kubernetes detach every volume of the node at once: with auto it is added
+    exactly when every volume was made safe without it; true and false are the operator's word."""
+    volumes, pods, options = case
+    decision = release_plan('node-b', volumes, pods, **options)['out_of_service']
+    asked = options['out_of_service_taint']
+    if asked == 'auto':
+        assert decision['taint'] == all(oracle_safe(v, options) for v in volumes), decision
+    else:
+        assert decision['taint'] is asked
+    assert decision['requested'] == asked and decision['reason'] and decision['invariant'] == 'I6'
 
 
 # --------------------------------------------------------------------------- failover_volumes: every volume listed
