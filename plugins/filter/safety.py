@@ -57,7 +57,7 @@ def failover_fence_cidrs(nodes, failed_node, leases=None, lease_grace=120, force
 
 def failover_release_plan(volumes, failed_node, pods=None, fence_method='blocklist', images=None, missing=None,
                           fence=None, watchers_after=None, fenced_cidrs=None, networkfence_results=None,
-                          out_of_service_taint=_safety.AUTO):
+                          out_of_service_taint=_safety.AUTO, waiting=None):
     # The NetworkFence is in place when a networkfence task ran (check mode: would run) and none failed.
     ran = [r for r in _list(networkfence_results, 'networkfence_results') if isinstance(r, dict) and not r.get('skipped')]
     networkfence_ok = bool(ran) and not any(r.get('failed') for r in ran)
@@ -65,7 +65,7 @@ def failover_release_plan(volumes, failed_node, pods=None, fence_method='blockli
                                 _list(images, 'images'), _list(missing, 'missing'), fence or {},
                                 None if watchers_after is None else _list(watchers_after, 'watchers_after'),
                                 _list(fenced_cidrs, 'fenced_cidrs'), bool(networkfence_ok),
-                                _auto_or_bool(out_of_service_taint, 'out_of_service_taint'))
+                                _auto_or_bool(out_of_service_taint, 'out_of_service_taint'), _list(waiting, 'waiting'))
 
 
 def node_volume_report(pods, node, pvcs=None, pvs=None, attachments=None):

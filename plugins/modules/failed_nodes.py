@@ -193,11 +193,23 @@ volumes:
   type: list
   elements: dict
 images:
-  description: With O(state=started), the RBD images of RV(volumes), each once.
+  description:
+    - With O(state=started), the RBD images of RV(volumes), then those of RV(waiting), each once.
   returned: when O(state=started) and the preflight passed
   type: list
   elements: str
   sample: [replicapool/csi-vol-0f6e]
+waiting:
+  description:
+    - With O(state=started), the RBD volumes of the pods that have not started on other nodes (C(pod), C(uid), C(node),
+      C(claim), C(pv), C(image)). When Kubernetes (an out-of-service taint) or someone else removed the failed nodes'
+      pods and attachments first, these are what the nodes' clients may still hold; only the failed nodes' clients
+      of them are ever fenced.
+  returned: when O(state=started) and the preflight passed
+  type: list
+  elements: dict
+  sample: [{pod: default/web-0, uid: 5f1c, node: worker1, claim: default/data-web-0, pv: pvc-0f6e,
+            image: replicapool/csi-vol-0f6e}]
 node_addresses:
   description: With O(state=started), every node's IP addresses.
   returned: when O(state=started) and the preflight passed

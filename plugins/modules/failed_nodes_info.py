@@ -139,11 +139,22 @@ volumes:
       pods: [default/index-api-0]
       nodes: [worker2]
 images:
-  description: The RBD images of RV(volumes), each once (C(pool/image) or C(pool/namespace/image)).
+  description:
+    - The RBD images of RV(volumes), then those of RV(waiting), each once (C(pool/image) or C(pool/namespace/image)).
   returned: success
   type: list
   elements: str
   sample: [replicapool/csi-vol-0f6e]
+waiting:
+  description:
+    - The RBD volumes of the pods that have not started on other nodes (C(pod), C(uid), C(node), C(claim), C(pv),
+      C(image)): when Kubernetes or someone else removed the failed nodes' pods and attachments first, these are what
+      the nodes' clients may still hold.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{pod: default/web-0, uid: 5f1c, node: worker1, claim: default/data-web-0, pv: pvc-0f6e,
+            image: replicapool/csi-vol-0f6e}]
 node_addresses:
   description: Every node's IP addresses, for the C(node_addresses) option of the Ceph modules.
   returned: success

@@ -794,7 +794,8 @@ def _volume_name(volume):
 
 
 def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=None, missing=None, fence=None,
-                 watchers_after=None, fenced_cidrs=None, networkfence_ok=False, out_of_service_taint=AUTO):
+                 watchers_after=None, fenced_cidrs=None, networkfence_ok=False, out_of_service_taint=AUTO,
+                 waiting=None):
     """Which of the failed node's pods may be force-deleted and attachments removed (I6).
 
     volumes: [{pv, driver, kind, image, attachments: [VolumeAttachment names], claims: [ns/name]}] of the
@@ -812,6 +813,11 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     only under the out-of-service taint.
     out_of_service_taint: True (the operator declared the nodes shut down), False, or AUTO: the taint
     is decided here (`out_of_service`, out_of_service_decision()).
+    waiting: the RBD volumes of pods that have not started elsewhere ({pod, claim, image}, failed_nodes
+    `waiting`): when Kubernetes or someone removed the nodes' pods and attachments first, these are
+    what the nodes still hold. One whose image a failed node's client watched (fenced, or ceph-csi
+    recorded the node) is waited for; one whose failed node's watcher was not made safe is in
+    `waiting_unsafe`, and the run fails (`waiting`, waiting_verdicts()).
     """
     requested = out_of_service_taint
     taint = requested is True
@@ -879,7 +885,10 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     # node whose volumes were released.
     owned = set('%s/%s' % ((p.get('metadata') or {}).get('namespace'), c) for p in pods or []
                 if isinstance(p, dict) and (p.get('metadata') or {}).get('ownerReferences') for c in _claims_of(p))
-    wait_claims = sorted(c for c in owned if c in safe_claims and c not in unsafe_claims)
+    held = waiting_verdicts(waiting, failed, before, after, fence, kept_by_image, nets if fence_method == 'networkfence'
+                            else None, networkfence_ok)
+    wait_claims = sorted(set(c for c in owned if c in safe_claims and c not in unsafe_claims)
+                         | set(v['claim'] for v in held if v['safe']))
     others = [dict(name=v['name'], volume=v.get('volume') or _label(v), driver=v.get('driver'),
                    action=v['action'], how=v['how'], attachments=v.get('attachments') or [],
                    claims=v.get('claims') or [])
@@ -888,8 +897,50 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     refs = [dict(namespace=p['namespace'], name=p['name'], uid=p['uid']) if p.get('uid') else
             dict(namespace=p['namespace'], name=p['name']) for p in delete]
     return dict(volumes=verdicts, delete_pods=delete, delete_pod_refs=refs, kept_pods=kept_pods, remove_attachments=remove,
-                kept_attachments=kept_vas, wait_claims=wait_claims, not_rbd=others,
+                kept_attachments=kept_vas, wait_claims=wait_claims, not_rbd=others, waiting=held,
+                waiting_unsafe=[v['line'] for v in held if not v['safe']],
                 out_of_service=out_of_service_decision(requested=requested, failed_nodes=failed, verdicts=verdicts))
+
+
+def waiting_verdicts(waiting, failed, before, after, fence, kept_by_image, nets=None, networkfence_ok=False):
+    """The pods waiting elsewhere on an image a failed node's client held (see release_plan): each
+    with `safe` (its failed nodes' watchers fenced and gone) and `line`. A waiting pod whose image
+    no failed node's client held is not this failover's and is left out."""
+    out = []
+    for item in waiting or []:
+        if not isinstance(item, dict) or not item.get('image'):
+            continue
+        image = item['image']
+        read = before.get(image)
+        if read is None:
+            continue  # not read on Ceph (gone): nothing of the failed nodes holds it
+        recorded = sorted(set(c.get('node') for c in read.get('csi_client_addresses') or [] if c.get('node') in failed))
+        if nets is not None:
+            fenced_here = [w.get('address') for w in read.get('watchers') or []
+                           if any(network_contains(n, normalize_ip(w.get('address'))) for n in nets)]
+        else:
+            fenced_here = list((fence.get('by_image') or {}).get(image) or [])
+        if not fenced_here and not recorded:
+            continue
+        kept = [k for k in kept_by_image.get(image) or [] if not k.get('other_node')]
+        still = [w.get('address') for w in ((after or {}).get(image) or {}).get('watchers') or []
+                 if w.get('address') in fenced_here]
+        what = 'pod %s waits on %s (claim %s)' % (item.get('pod'), image, item.get('claim'))
+        if fence.get('refused'):
+            safe, how = False, 'nothing was fenced: %s' % fence['refused']
+        elif kept:
+            safe, how = False, 'watcher(s) not fenced: %s' % '; '.join('%s (%s)' % (k['address'], k['reason'])
+                                                                      for k in kept)
+        elif nets is not None and not networkfence_ok:
+            safe, how = False, 'the NetworkFence was not reported Fenced'
+        elif still:
+            safe, how = False, 'fenced watcher(s) %s are still there' % ', '.join(still)
+        else:
+            safe, how = True, ('fenced: %s' % ', '.join(fenced_here) if fenced_here
+                               else 'ceph-csi recorded %s there; no client of it holds the image now' % ', '.join(recorded))
+        out.append(dict(item, safe=safe, how=how, invariant='I6',
+                        line='%s: %s' % (what, how if safe else 'NOT made safe, ' + how)))
+    return out
 
 
 def out_of_service_decision(requested, failed_nodes, verdicts):

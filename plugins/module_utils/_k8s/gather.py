@@ -35,6 +35,7 @@ import re
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
     FUSE_DEAD,
     diagnose,
+    pv_rbd_image,
     stuck_pods,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
@@ -275,6 +276,29 @@ def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE
 # --------------------------------------------------------------------------- node_failover / node_recover
 
 
+def waiting_volumes(api, resource_path, pods, workers=READ_WORKERS):
+    """[{pod, uid, node, claim, pv, image}]: the RBD volumes of pods that have not started, their claims
+    and PersistentVolumes read by name (what a failover waits on when the nodes' own pods are gone)."""
+    claims = get_each(api, [(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
+                              ('PersistentVolumeClaim', claim, namespace)) for namespace, claim in claim_refs(pods)],
+                       workers)
+    bound = dict(((_meta(c).get('namespace'), _meta(c).get('name')), (c.get('spec') or {}).get('volumeName'))
+                 for c in claims)
+    pvs = get_each(api, [(resource_path('', 'v1', 'persistentvolumes', name), ('PersistentVolume', name))
+                          for name in sorted(set(bound.values()) - set([None, '']))], workers)
+    images = dict((_meta(pv).get('name'), pv_rbd_image(pv)[1]) for pv in pvs)
+    out = []
+    for pod in pods:
+        meta = _meta(pod)
+        for namespace, claim in claim_refs([pod]):
+            pv = bound.get((namespace, claim))
+            if images.get(pv):
+                out.append(dict(pod='%s/%s' % (meta.get('namespace'), meta.get('name')), uid=meta.get('uid'),
+                                node=(pod.get('spec') or {}).get('nodeName'), claim='%s/%s' % (namespace, claim),
+                                pv=pv, image=images[pv]))
+    return out
+
+
 def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False, volumes=True,
                         page=DEFAULT_PAGE, now=None, workers=READ_WORKERS):
     """What node_failover (and, with volumes=False, node_recover) reads before deciding, asked
@@ -321,11 +345,25 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
     for volume in joined:
         if volume.get('image') and volume['image'] not in images:
             images.append(volume['image'])
+    waiting = []
+    if volumes:
+        # Kubernetes (the out-of-service taint), another remediator or a person may have removed the
+        # nodes' pods and attachments already: the pods that have not started elsewhere may wait on
+        # what the nodes' clients still hold. Their RBD images are read too; only the failed nodes'
+        # clients of them are ever fenced (fence_plan, I1).
+        elsewhere = [p for p in api.list(resource_path('', 'v1', 'pods'), what=('Pod', None),
+                                         field_selector=PODS_NOT_STARTED, page=page)
+                     if (p.get('spec') or {}).get('nodeName') not in failed]
+        listed['pods'] += len(elsewhere)
+        waiting = waiting_volumes(api, resource_path, elsewhere, workers)
+        for item in waiting:
+            if item['image'] not in images:
+                images.append(item['image'])
     return dict(server_version=version, missing=[n for n in failed if n not in known],
                 nodes=[slim(n) for n in nodes], leases=[slim(lease) for lease in leases],
                 pods=[slim(p) for p in pods],
                 objects=dict(pvcs=[slim(c) for c in pvcs], pvs=[slim(v) for v in pvs],
                              volumeattachments=[slim(va) for va in vas]),
                 preflight=failover_preflight(failed, nodes, leases, lease_grace, force, now),
-                volumes=joined, images=images, node_addresses=addresses_by_node(nodes), listed=listed,
+                volumes=joined, images=images, waiting=waiting, node_addresses=addresses_by_node(nodes), listed=listed,
                 other_remediators=other_remediators_by_node(nodes, failed))

@@ -12,7 +12,8 @@ import datetime
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose, pv_rbd_image
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import pod_claims
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
     FIELD_SELECTORS,
     POD_WARNINGS,
@@ -407,8 +408,26 @@ def test_the_failover_reads_decide_as_the_whole_lists_do(objects, data):
     expected = failover_volumes(failed, objects["pods"], objects["persistentvolumeclaims"],
                                 objects["persistentvolumes"], objects["volumeattachments"])
     assert got["volumes"] == expected
-    assert got["images"] == sorted(set(v["image"] for v in expected if v["image"]), key=got["images"].index)
-    assert set(got["images"]) == set(v["image"] for v in expected if v["image"])
+    own = [v["image"] for v in expected if v["image"]]
+    # the waiting pods elsewhere, from the whole lists: pods not started off the failed nodes, their RBD claims
+    claims = dict(((c["metadata"]["namespace"], c["metadata"]["name"]), c) for c in objects["persistentvolumeclaims"])
+    pvs = dict((v["metadata"]["name"], v) for v in objects["persistentvolumes"])
+    waiting = []
+    for pod in objects["pods"]:
+        if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed") or \
+                pod["spec"].get("nodeName") in failed:
+            continue
+        for claim in pod_claims(pod):
+            pvc = claims.get((pod["metadata"]["namespace"], claim))
+            pv = pvs.get(((pvc or {}).get("spec") or {}).get("volumeName"))
+            image = pv_rbd_image(pv)[1] if pv else None
+            if image:
+                waiting.append(("%s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"]),
+                                "%s/%s" % (pod["metadata"]["namespace"], claim), image))
+    assert sorted((w["pod"], w["claim"], w["image"]) for w in got["waiting"]) == sorted(waiting)
+    assert got["images"][:len(set(own))] == sorted(set(own), key=got["images"].index)
+    assert set(got["images"]) == set(own) | set(w[2] for w in waiting)
+    assert len(got["images"]) == len(set(got["images"]))
     assert all(p["spec"]["nodeName"] in failed for p in got["pods"])
 
 
@@ -422,9 +441,10 @@ def test_the_failover_reads_grow_with_the_failed_node_not_with_the_cluster():
         answers.append((got, api))
     for got, api in answers:
         assert got["preflight"]["refused"] is None
-        # The dead node's 40 pods, their 40 claims and 40 PVs, read by name; every attachment listed.
-        assert (got["listed"]["pods"], got["listed"]["pvcs"], got["listed"]["pvs"]) == (40, 40, 40)
-        assert len(got["volumes"]) == 40 and len(got["images"]) == 40
+        # The dead node's 40 pods, their 40 claims and 40 PVs, read by name; every attachment listed;
+        # the 40 replacements waiting elsewhere (pods not started), on the same 40 images.
+        assert (got["listed"]["pods"], got["listed"]["pvcs"], got["listed"]["pvs"]) == (80, 40, 40)
+        assert len(got["volumes"]) == 40 and len(got["images"]) == 40 and len(got["waiting"]) == 40
         # what is returned does not grow with the cluster: the dead node's attachments, claims and PVs
         assert [len(got["objects"][k]) for k in ("volumeattachments", "pvcs", "pvs")] == [40, 40, 40]
         assert all(v["nodes"] == ["dead"] and v["rbd"] for v in got["volumes"])

@@ -1038,3 +1038,44 @@ def test_node_states_name_what_recover_undoes():
     tainted['spec'] = dict(unschedulable=True, taints=[dict(key='node.kubernetes.io/out-of-service', effect='NoExecute')])
     assert node_states([tainted, node('node-c', ['10.0.0.13'])], RACK) == dict(
         tainted=['node-b'], cordoned=['node-b'], marked=['node-b'])
+
+
+# --------------------------------------------------------------------------- Kubernetes got there first
+
+def waiting_pod(n, node='node-a'):
+    return dict(pod='ns/web-%d' % n, uid='u%d' % n, node=node, claim='ns/data-web-%d' % n, pv='pv-%d' % n,
+                image='rbd/img-%d' % n)
+
+
+def test_waiting_pods_on_what_the_failed_node_held_are_waited_for_when_its_nodes_pods_are_gone():
+    """An administrator's out-of-service taint removed node-b's pods and attachments: nothing of the node is
+    left to release, but web-1 waits on img-1, which node-b's client still watches: fenced, then waited for."""
+    images = [image('rbd/img-1', '10.0.0.12:0/1'), image('rbd/img-2', '10.0.0.11:0/2')]
+    plan = i6_release([], [], images=images, waiting=[waiting_pod(1), waiting_pod(2)])
+    assert plan['wait_claims'] == ['ns/data-web-1']  # img-2 is held by node-a's own client: not this failover's
+    assert [(w['pod'], w['safe']) for w in plan['waiting']] == [('ns/web-1', True)]
+    assert plan['waiting'][0]['how'] == 'fenced: 10.0.0.12:0/1' and plan['waiting_unsafe'] == []
+
+
+def test_a_waiting_pod_whose_failed_node_watcher_was_not_fenced_fails_the_run_and_says_why():
+    # ceph-csi recorded node-b on img-3 from a pod-network address no node lists; with a second
+    # client at an address nobody lists, that one cannot be tied to node-b and is kept (I1)
+    images = [image('rbd/img-3', '10.0.0.12:0/3', '10.99.0.7:0/4', recorded=[('node-b', '10.0.0.12')])]
+    plan = i6_release([], [], images=images, waiting=[waiting_pod(3)])
+    assert plan['wait_claims'] == []
+    assert [w['safe'] for w in plan['waiting']] == [False]
+    assert plan['waiting_unsafe'] == [plan['waiting'][0]['line']]
+    assert 'ns/web-3 waits on rbd/img-3' in plan['waiting_unsafe'][0]
+    assert 'NOT made safe' in plan['waiting_unsafe'][0] and '10.99.0.7:0/4' in plan['waiting_unsafe'][0]
+
+
+def test_a_waiting_pod_whose_fenced_watcher_stays_is_not_safe():
+    images = [image('rbd/img-1', '10.0.0.12:0/1')]
+    plan = i6_release([], [], images=images, waiting=[waiting_pod(1)], watchers_after=images)
+    assert plan['wait_claims'] == [] and 'still there' in plan['waiting_unsafe'][0]
+
+
+def test_waiting_pods_with_an_unread_image_or_none_of_the_failed_nodes_are_left_out():
+    images = [image('rbd/img-1')]  # nobody watches it: not stuck on node-b
+    plan = i6_release([], [], images=images, waiting=[waiting_pod(1), waiting_pod(9), dict(pod='x'), 'bad'])
+    assert plan['waiting'] == [] and plan['wait_claims'] == []
