@@ -6,6 +6,7 @@ import os
 import pytest
 
 from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env, undo_failover
+from volfence_lab import clocks
 
 
 def pytest_configure(config):
@@ -79,7 +80,20 @@ def incident(clean_lab, kube):
     for state in built:
         if state.get("deployment"):
             kube.delete("deployments", state["deployment"], "default")
+        if state.get("statefulset"):
+            kube.delete("statefulsets", state["statefulset"], "default")
     clear_foreign_attachments(kube)
     for node in clean_lab.nodes:
         clean_lab.lab("revive-node", node)
         undo_failover(kube, node)
+
+
+@pytest.fixture
+def kubernetes_never_releases(lab):
+    """The lab's clocks set to `never` for the test (volfence_lab.clocks): Kubernetes' own eviction and force
+    detach never come, as on a real cluster in the first minutes after a node is lost, so a failover test
+    cannot pass by waiting for Kubernetes. Restored afterwards."""
+    before = clocks.read_mode(lab.dir)
+    clocks.write(lab.dir, "never")
+    yield lab
+    clocks.write(lab.dir, before)

@@ -922,7 +922,10 @@ def waiting_verdicts(waiting, failed, before, after, fence, kept_by_image, nets=
             fenced_here = list((fence.get('by_image') or {}).get(image) or [])
         if not fenced_here and not recorded:
             continue
-        kept = [k for k in kept_by_image.get(image) or [] if not k.get('other_node')]
+        # ceph-csi on the waiting pod's own node opens the image to check it: that client is expected;
+        # any other kept client (one no failed node can be proven to own, or another node's) keeps the pod waiting
+        kept = [k for k in kept_by_image.get(image) or [] if not k.get('other_node')
+                or k['other_node'] != item.get('node')]
         still = [w.get('address') for w in ((after or {}).get(image) or {}).get('watchers') or []
                  if w.get('address') in fenced_here]
         what = 'pod %s waits on %s (claim %s)' % (item.get('pod'), image, item.get('claim'))

@@ -113,7 +113,8 @@ def test_I6_rbd_released_and_another_drivers_volume_left_attached(clean_lab, kub
 
 def test_I6_nothing_released_when_the_watcher_is_kept(stale_rbd_watcher, lab_inventory, tmp_path):
     """Issue 11 item 6 (I6): when the fence plan keeps node-b's watcher (here: another node lists
-    node-b's address too, so it cannot be tied to one node: I1), nothing of node-b is released."""
+    node-b's address too, so it cannot be tied to one node: I1), nothing of node-b is released, and
+    the run fails naming the replacement that still waits on it and why."""
     lab, state, kube = stale_rbd_watcher
     ip = lab.nodes["node-b"]
     node_c = kube.get("nodes", "node-c")
@@ -123,10 +124,13 @@ def test_I6_nothing_released_when_the_watcher_is_kept(stale_rbd_watcher, lab_inv
     try:
         run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                      "wait_timeout": 60, "report_path": str(tmp_path / "r.json")})
-        assert run.rc == 0, run.stdout[-3000:]
+        assert run.rc == 2, run.stdout[-3000:]
         report = json.loads((tmp_path / "r.json").read_text())
         assert report["fence_plan"]["fence"] == []
         assert "node-c" in report["fence_plan"]["kept"][0]["reason"]
+        [line] = report["failed_steps"]
+        assert line.startswith("pod default/%s waits on %s" % (state["stuck_pod"], state["image"]))
+        assert "NOT made safe" in line and "an address of Ready node node-c" in line
         assert report["pods_force_deleted"] == [] and report["volumeattachments_removed"] == []
         assert report["pods_kept"][0]["invariant"] == "I6"
         assert state["watchers"][0] not in blocklist(lab)

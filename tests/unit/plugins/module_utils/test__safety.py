@@ -1079,3 +1079,14 @@ def test_waiting_pods_with_an_unread_image_or_none_of_the_failed_nodes_are_left_
     images = [image('rbd/img-1')]  # nobody watches it: not stuck on node-b
     plan = i6_release([], [], images=images, waiting=[waiting_pod(1), waiting_pod(9), dict(pod='x'), 'bad'])
     assert plan['waiting'] == [] and plan['wait_claims'] == []
+
+
+def test_a_waiting_pod_also_held_by_another_down_node_is_not_safe_its_own_nodes_check_is():
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False'),
+             node('node-c', ['10.0.0.13'], ready='False')]
+    images = [image('rbd/img-1', '10.0.0.12:0/1', '10.0.0.11:0/5'), image('rbd/img-2', '10.0.0.12:0/2', '10.0.0.13:0/6')]
+    plan_ = fence_plan(images, 'node-b', nodes, now=NOW)
+    plan = release_plan('node-b', [], [], images=images, fence=plan_, waiting=[waiting_pod(1), waiting_pod(2)])
+    assert [(w['pod'], w['safe']) for w in plan['waiting']] == [('ns/web-1', True), ('ns/web-2', False)]
+    assert plan['wait_claims'] == ['ns/data-web-1']
+    assert 'node-c' in plan['waiting_unsafe'][0] and '10.0.0.13:0/6' in plan['waiting_unsafe'][0]
