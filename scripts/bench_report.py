@@ -59,6 +59,14 @@ REQUIRED = [
                    ("ceph.fence_parallel", "fencing a /24 address by address in parallel"),
                    ("ceph.audit", "the watcher audit of 1,000 images")]),
     ("eda.json", [("eda.failover", "failover_on_node_loss: a node loss to a Running replacement, no human step")]),
+    ("real_clocks.json", [("real_clocks.eda_deployment", "failover_on_node_loss on real clocks, a Deployment"),
+                          ("real_clocks.eda_statefulset", "failover_on_node_loss on real clocks, a StatefulSet"),
+                          ("real_clocks.by_hand_deployment", "node_failover by hand on real clocks, a Deployment"),
+                          ("real_clocks.by_hand_statefulset", "node_failover by hand on real clocks, a StatefulSet"),
+                          ("real_clocks.by_hand_after_admin_taint",
+                           "node_failover by hand on real clocks after an administrator's taint"),
+                          ("real_clocks.kubernetes_alone", "Kubernetes alone on real clocks (baseline)"),
+                          ("real_clocks.admin_taint_alone", "an administrator's taint alone on real clocks (baseline)")]),
 ]
 
 

@@ -184,11 +184,14 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
     context: {'groups': {group: [hosts]}, 'local': {group: True when its first host connects locally}}.
     other_names: the names of the other variables that are set, to catch misspelt inputs.
     Returns (values, problems): the inputs with their defaults and types, and one line per wrong input."""
-    context = context or {}
+    context = dict(context or {})
     files = files or FileChecks()
     options = entry.get('options') or {}
     values, problems = {}, []
     groups = context.get('groups', {})
+    if provided.get('volfence_ceph_command_prefix'):
+        # the Ceph tools run behind the prefix (a toolbox container): their files are its, not this host's
+        context['local'] = dict(context.get('local') or {}, ceph_admin=False)
     for group in entry.get('required_groups') or []:
         if not groups.get(group):
             problems.append('inventory: no host in group %s (%s)' % (group, 'the playbook runs its steps there'))

@@ -288,3 +288,18 @@ def test_every_survey_answer_passes_the_playbook_checks(playbook):
             assert problems and problems[0].startswith(question['variable'] + ': ')
     values, problems = check_inputs(playbook, SPECS[playbook], answers, CONTEXT)
     assert problems == []
+
+
+def test_the_ceph_backend_and_command_prefix_are_inputs_of_every_playbook_with_ceph_steps():
+    for playbook in ('diagnose', 'node_failover', 'node_recover', 'rbd_lock_cleanup', 'readiness'):
+        values, problems = check(playbook, {'volfence_ceph_backend': 'cli', 'volfence_ceph_command_prefix': [
+            'kubectl', '-n', 'rook-ceph', 'exec', 'deploy/rook-ceph-tools', '--'],
+            'volfence_ceph_conf': '/etc/ceph/inside-the-toolbox.conf'})
+        # the conf is the toolbox's: not looked for on the controller
+        assert problems == [], (playbook, problems)
+        assert values['volfence_ceph_backend'] == 'cli' and values['volfence_ceph_command_prefix'][-1] == '--'
+    _values, problems = check('node_failover', {'volfence_ceph_backend': 'toolbox',
+                                                'volfence_ceph_command_prefix': 'kubectl exec'})
+    assert problems == ['volfence_ceph_backend: "toolbox" is not one of auto, rados, cli']
+    _values, problems = check('node_failover', {'volfence_ceph_conf': '/nonexistent/ceph.conf'})
+    assert problems and problems[0].startswith('volfence_ceph_conf: /nonexistent/ceph.conf')
