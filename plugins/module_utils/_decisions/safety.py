@@ -541,31 +541,39 @@ def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=No
         evidence['nothing_to_lift'] = refused
         out['refused'] = refused = None
     if refused:
+        # kept, and said why: what would be lifted once the node is proven restarted
+        reason = 'node %s is not proven restarted: %s' % (node, refused)
+        out['kept'] = [dict(entry=v, reason=reason, invariant='I3') for v in out['remove_addresses'] + out['remove_cidrs']] \
+            + [dict(networkfence=v, reason=reason, invariant='I3') for v in out['unfence']] + out['kept']
         out['remove_addresses'], out['remove_cidrs'], out['unfence'] = [], [], []
     return out
 
 
 def recovery_plans(names, nodes, entries=None, fences=None, markers=None, leases=None, lease_fresh=60,
                    force=False, now=None):
-    """recovery_plan() for the nodes of one failover of several (a rack) at once: one plan. Every
-    node must be proven restarted (one that is not refuses the whole run, I3); what is lifted is
-    the union of what each node's own plan lifts, so an entry or fence is lifted only when it covers
-    that one node (I2). markers: {node: read_marker()}. For one node this is recovery_plan() itself."""
+    """recovery_plan() for the nodes of one failover of several (a rack) at once: one plan. Each node
+    proven restarted is recovered (I3); one that is not is held: its fences stay, each in `kept` with
+    the reason, and it is in `held` ({node: why}). `refused` says why when no node can be recovered.
+    What is lifted is the union of what each recovered node's own plan lifts, so an entry or fence is
+    lifted only when it covers that one node (I2). markers: {node: read_marker()}. Returns
+    recovery_plan()'s keys (evidence by node when several) and `recovered`, `held`, `held_reason` (one
+    sentence for them, or None)."""
     names = failed_set(names)
     view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
     fences = list(dict((f.get('name'), f) for f in fences or [] if isinstance(f, dict)).values())
     plans = [(n, recovery_plan(n, view, entries, fences, (markers or {}).get(n), None, lease_fresh, force, now))
              for n in names]
+    held = dict((n, p['refused']) for n, p in plans if p['refused'])
+    recovered = [n for n, p in plans if not p['refused']]
     if len(plans) == 1:
-        return plans[0][1]
-    refused = '; '.join('%s: %s' % (n, p['refused']) for n, p in plans if p['refused']) or None
+        return dict(plans[0][1], recovered=recovered, held=held, held_reason=plans[0][1]['refused'])
+    refused = None if recovered else '; '.join('%s: %s' % (n, p['refused']) for n, p in plans)
     out = dict(refused=refused, evidence=dict((n, p['evidence']) for n, p in plans), remove_addresses=[],
-               remove_cidrs=[], unfence=[], kept=[])
+               remove_cidrs=[], unfence=[], kept=[], recovered=recovered, held=held,
+               held_reason='; '.join('%s: %s' % (n, why) for n, why in sorted(held.items())) or None)
     for key in ('remove_addresses', 'remove_cidrs', 'unfence'):
         for _node, plan in plans:
             out[key].extend(v for v in plan[key] if v not in out[key])
-    if refused:
-        out['remove_addresses'], out['remove_cidrs'], out['unfence'] = [], [], []
     lifted = set(out['remove_addresses'] + out['remove_cidrs'] + out['unfence'])
     for node, plan in plans:
         for item in plan['kept']:

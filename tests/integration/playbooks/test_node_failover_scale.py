@@ -90,20 +90,31 @@ def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inv
     assert again.rc == 0, again.stdout[-3000:]
     assert json.loads(report_path.read_text())["pods_force_deleted"] == []
 
-    # node_recover of the rack: refused while a node is still down, then each node lifts its own
+    # node_recover of half the rack back: node-b, rebooted, is recovered; node-c, still down, keeps its
+    # fences and record, named with the reason in the report, and the run fails
     fenced = report["fence_plan"]["fence"]
+    by_node = dict((n, json.loads(report["markers"][n])["blocklist"]) for n in failed)
     recover = {"nodes": failed, "report_path": str(tmp_path / "recover.json")}
     lab.lab("revive-node", failed[0])
     assert wait_until(lambda: ready(kube, failed[0]), 15)
-    refused = run_playbook(lab_inventory, RECOVER, recover)
-    assert refused.rc != 0 and "refusing to unfence node-b, node-c: node-c: node node-c is not Ready" in refused.stdout
-    assert all(a in blocklist_entries(lab) for a in fenced)
+    half = run_playbook(lab_inventory, RECOVER, recover)
+    assert half.rc != 0 and "refusing to unfence node-c: node-c: node node-c is not Ready" in half.stdout
+    half_report = json.loads((tmp_path / "recover.json").read_text())
+    assert half_report["recovered"] == ["node-b"] and list(half_report["held"]) == ["node-c"]
+    assert sorted(half_report["blocklist_removed"]) == sorted(by_node["node-b"])
+    assert sorted(k["entry"] for k in half_report["kept"] if k.get("node") == "node-c") == sorted(by_node["node-c"])
+    assert all("not proven restarted" in k["reason"] for k in half_report["kept"] if k.get("node") == "node-c")
+    assert all(a in blocklist_entries(lab) for a in by_node["node-c"])
+    assert not [a for a in by_node["node-b"] if a in blocklist_entries(lab)]
+    assert "volfence.csi/failover" not in (kube.find("nodes", "node-b")["metadata"].get("annotations") or {})
+    assert "volfence.csi/failover" in kube.find("nodes", "node-c")["metadata"]["annotations"]
     lab.lab("revive-node", failed[1])
     assert wait_until(lambda: ready(kube, failed[1]), 15)
     run = run_playbook(lab_inventory, RECOVER, recover)
     assert run.rc == 0, run.stdout[-3000:]
     recovered = json.loads((tmp_path / "recover.json").read_text())
-    assert sorted(recovered["blocklist_removed"]) == sorted(fenced) and recovered["nodes"] == failed
+    assert sorted(recovered["blocklist_removed"]) == sorted(by_node["node-c"]) and recovered["nodes"] == failed
+    assert recovered["recovered"] == failed and recovered["held"] == {}
     assert not [a for a in fenced if a in blocklist_entries(lab)]
     for node in failed:
         assert "volfence.csi/failover" not in (kube.find("nodes", node)["metadata"].get("annotations") or {})

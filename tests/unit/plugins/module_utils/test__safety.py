@@ -1024,13 +1024,26 @@ def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():
     assert plan['remove_cidrs'] == []
     kept = [(k.get('entry'), k['node']) for k in plan['kept']]
     assert [n for e, n in kept if '10.0.0.0' in e] == RACK and all(e != '10.0.0.12:0/1' and e != '10.0.0.13:0/2' for e, _n in kept)
-    # one node not back (same bootID): nothing at all is lifted
+    assert plan['recovered'] == RACK and plan['held'] == {}
+    # half the rack back: node-c still on the boot it was fenced on is held, its entry kept and said why (I3);
+    # node-b, proven restarted, is recovered
     same = dict(markers, **{'node-c': dict(markers['node-c'], boot_id='boot-c2')})
-    refused = recovery_plans(RACK, nodes, entries, [], same, leases, now=NOW)
-    assert refused['refused'].startswith('node-c: ') and refused['remove_addresses'] == []
-    # one node: exactly recovery_plan's answer
-    assert recovery_plans(['node-b'], nodes, entries, [], markers, leases, now=NOW) == recovery_plan(
-        'node-b', nodes, entries, [], markers['node-b'], leases, now=NOW)
+    half = recovery_plans(RACK, nodes, entries, [], same, leases, now=NOW)
+    assert half['refused'] is None and half['recovered'] == ['node-b'] and list(half['held']) == ['node-c']
+    assert half['remove_addresses'] == ['10.0.0.12:0/1']
+    [held] = [k for k in half['kept'] if k.get('entry') == '10.0.0.13:0/2']
+    assert held['node'] == 'node-c' and held['invariant'] == 'I3'
+    assert held['reason'].startswith('node node-c is not proven restarted: ') and half['held']['node-c'] in held['reason']
+    # no node back: the run is refused, nothing is lifted, each node's entries kept with the reason
+    both = dict(same, **{'node-b': dict(markers['node-b'], boot_id='boot-b2')})
+    refused = recovery_plans(RACK, nodes, entries, [], both, leases, now=NOW)
+    assert refused['refused'].startswith('node-b: ') and 'node-c: ' in refused['refused']
+    assert refused['remove_addresses'] == [] and refused['recovered'] == [] and sorted(refused['held']) == RACK
+    # one node: recovery_plan's answer, with recovered and held
+    one = recovery_plans(['node-b'], nodes, entries, [], markers, leases, now=NOW)
+    assert one == dict(recovery_plan('node-b', nodes, entries, [], markers['node-b'], leases, now=NOW),
+                       recovered=['node-b'], held={}, held_reason=None)
+    assert half['held_reason'] == 'node-c: ' + half['held']['node-c']
 
 
 def test_node_states_name_what_recover_undoes():
