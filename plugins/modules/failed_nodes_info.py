@@ -148,7 +148,7 @@ images:
 waiting:
   description:
     - The RBD volumes of the pods that have not started on other nodes (C(pod), C(uid), C(node), C(claim), C(pv),
-      C(image)): when Kubernetes or someone else removed the failed nodes' pods and attachments first, these are what
+      C(image)). When Kubernetes or someone else removed the failed nodes' pods and attachments first, these are what
       the nodes' clients may still hold.
   returned: success
   type: list

@@ -940,8 +940,8 @@ def waiting_verdicts(waiting, failed, before, after, fence, kept_by_image, nets=
         if fence.get('refused'):
             safe, how = False, 'nothing was fenced: %s' % fence['refused']
         elif kept:
-            safe, how = False, 'watcher(s) not fenced: %s' % '; '.join('%s (%s)' % (k['address'], k['reason'])
-                                                                      for k in kept)
+            reasons = '; '.join('%s (%s)' % (k['address'], k['reason']) for k in kept)
+            safe, how = False, 'watcher(s) not fenced: %s' % reasons
         elif nets is not None and not networkfence_ok:
             safe, how = False, 'the NetworkFence was not reported Fenced'
         elif still:

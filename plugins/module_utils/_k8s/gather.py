@@ -280,12 +280,12 @@ def waiting_volumes(api, resource_path, pods, workers=READ_WORKERS):
     """[{pod, uid, node, claim, pv, image}]: the RBD volumes of pods that have not started, their claims
     and PersistentVolumes read by name (what a failover waits on when the nodes' own pods are gone)."""
     claims = get_each(api, [(resource_path('', 'v1', 'persistentvolumeclaims', claim, namespace),
-                              ('PersistentVolumeClaim', claim, namespace)) for namespace, claim in claim_refs(pods)],
-                       workers)
+                             ('PersistentVolumeClaim', claim, namespace)) for namespace, claim in claim_refs(pods)],
+                      workers)
     bound = dict(((_meta(c).get('namespace'), _meta(c).get('name')), (c.get('spec') or {}).get('volumeName'))
                  for c in claims)
     pvs = get_each(api, [(resource_path('', 'v1', 'persistentvolumes', name), ('PersistentVolume', name))
-                          for name in sorted(set(bound.values()) - set([None, '']))], workers)
+                         for name in sorted(set(bound.values()) - set([None, '']))], workers)
     images = dict((_meta(pv).get('name'), pv_rbd_image(pv)[1]) for pv in pvs)
     out = []
     for pod in pods:
@@ -351,9 +351,9 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
         # nodes' pods and attachments already: the pods that have not started elsewhere may wait on
         # what the nodes' clients still hold. Their RBD images are read too; only the failed nodes'
         # clients of them are ever fenced (fence_plan, I1).
-        elsewhere = [p for p in api.list(resource_path('', 'v1', 'pods'), what=('Pod', None),
-                                         field_selector=PODS_NOT_STARTED, page=page)
-                     if (p.get('spec') or {}).get('nodeName') not in failed]
+        not_started = api.list(resource_path('', 'v1', 'pods'), what=('Pod', None), field_selector=PODS_NOT_STARTED,
+                               page=page)
+        elsewhere = [p for p in not_started if (p.get('spec') or {}).get('nodeName') not in failed]
         listed['pods'] += len(elsewhere)
         waiting = waiting_volumes(api, resource_path, elsewhere, workers)
         for item in waiting:
