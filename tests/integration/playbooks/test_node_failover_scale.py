@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from labtools import REPO, blocklist_entries, run_playbook, wait_until
+from labtools import REPO, blocklist_entries, run_playbook, undo_failover, wait_until
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
 RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
@@ -31,6 +31,7 @@ def volumes_scenario(clean_lab, kube):
     yield build
     for node in clean_lab.nodes:
         clean_lab.lab("revive-node", node)
+        undo_failover(kube, node)  # the out-of-service taint and record a failover left (node_recover's job)
     for state in built:
         clean_lab.lab("clean-scenario", state["id"])
 

@@ -184,6 +184,7 @@ def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
     if claim != "pvc-test":
         app = app + "-" + claim[-5:]
     pv_name, image = rbd_volume(cfg, kube, claim)
+    wait_schedulable(kube, failed)
     deployment(kube, app, claim, failed)
     first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
     extra = before_kill(kube, failed) if before_kill else {}
@@ -201,6 +202,25 @@ def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
         "old_pod": first["metadata"]["name"], "stuck_pod": pod["metadata"]["name"],
         "stuck_node": pod["spec"]["nodeName"], "event": event["message"],
         "watchers": [w["address"] for w in watchers]})
+
+
+def wait_schedulable(kube, node):
+    """Until `node` is Ready and carries no NoSchedule/NoExecute taint (a node just revived), so that a
+    workload meant for it is placed there; a taint left by an earlier run is named."""
+    def schedulable():
+        obj = kube.find("nodes", node)
+        conditions = (obj or {}).get("status", {}).get("conditions", []) or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        taints = [t for t in (obj or {}).get("spec", {}).get("taints", []) or []
+                  if t.get("effect") in ("NoSchedule", "NoExecute")]
+        return ready and not taints
+    try:
+        wait_until(schedulable, timeout=60, step=0.3, what="%s Ready and untainted" % node)
+    except WaitTimeout:
+        obj = kube.find("nodes", node) or {}
+        raise labmod.LabError("scenario: %s is not schedulable (taints: %s): revive it, and remove what an "
+                              "earlier run left" % (node, [t.get("key") for t in obj.get("spec", {}).get("taints")
+                                                           or []]))
 
 
 def wait_not_ready(kube, node):
@@ -232,10 +252,12 @@ def stale_rbd_watcher_statefulset(cfg, failed="node-b", app="web"):
     """A one-replica StatefulSet's pod on `failed`, whose kubelet dies with its RBD client alive."""
     kube = labmod.kube_client(cfg)
     base_objects(kube)
-    if kube.find("statefulsets", app, NAMESPACE) is not None:
+    if kube.find("statefulsets", app, NAMESPACE) is not None or \
+            kube.find("persistentvolumeclaims", "data-%s-0" % app, NAMESPACE) is not None:
         app = app + "-" + uuid.uuid4().hex[:5]
     claim = "data-%s-0" % app  # what the StatefulSet's claim template names for ordinal 0
     pv_name, image = rbd_volume(cfg, kube, claim)
+    wait_schedulable(kube, failed)
     statefulset(kube, app, "data", failed)
     first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
     labmod.kill_node(cfg, failed)
@@ -461,6 +483,8 @@ def place_volumes(cfg, nodes, volumes, parallel=8):
     Deployment)."""
     kube = labmod.kube_client(cfg)
     base_objects(kube)
+    for node in nodes:
+        wait_schedulable(kube, node)
     ident = uuid.uuid4().hex[:6]
     labels = {SCENARIO_LABEL: ident}
     selector = "%s=%s" % (SCENARIO_LABEL, ident)
