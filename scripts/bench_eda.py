@@ -5,9 +5,9 @@ On the bench lab (`make bench` starts it): a Deployment with a ReadWriteOnce RBD
 ansible-rulebook runs volfence.csi.failover_on_node_loss (node_lost_after 3 s) and is in sync; node-b's
 kubelet stops (its Ceph client does not: seed-000). The figure is the median, over BENCH_EDA_RUNS runs
 (default 3), of the time from the kubelet stopping to the replacement pod Running on another node.
-Baseline: the lab's own floor, the earliest a replacement pod can exist (the node controller's grace,
-then the eviction: the lab's clocks, volfence_lab.clocks). Goal (issue 15): within the lab's grace times (those two and
-node_lost_after) plus 20 s. Writes .cache/bench/eda.json (scripts/bench_report.py's shape).
+Baseline: the lab's own floor, the earliest the node can be seen lost (the node controller's grace, the
+lab's clocks, volfence_lab.clocks, then node_lost_after): node_failover does not wait for Kubernetes'
+eviction. Goal (issue 15): within that floor plus 20 s. Writes .cache/bench/eda.json (scripts/bench_report.py's shape).
 """
 
 import json
@@ -90,15 +90,16 @@ def main():
     for index, seconds in enumerate(times):
         print("bench_eda: run %d: replacement Running %.2f s after node-b's kubelet stopped" % (index + 1, seconds))
     clocks = clockmod.Follower(cfg.dir).get()
-    floor = clocks.node_grace + (clocks.eviction or 0)
-    goal = floor + NODE_LOST_AFTER + 20
+    # node_failover no longer waits for Kubernetes' eviction: the earliest is the node seen lost
+    floor = clocks.node_grace + NODE_LOST_AFTER
+    goal = floor + 20
     median = round(statistics.median(times), 2)
     row = {"id": "eda.failover", "work": "failover_on_node_loss (ansible-rulebook): node-b's kubelet stops -> "
            "replacement Running, median of %d (%s s)" % (RUNS, ", ".join("%.2f" % t for t in times)),
            "figure": median, "unit": "s", "baseline": floor,
-           "baseline_label": "the lab's floor: node grace %g s + eviction %g s, before which no replacement exists" % (
-               clocks.node_grace, clocks.eviction or 0),
-           "goal": "<= lab grace times + node_lost_after + 20 s (%g s)" % goal, "met": median <= goal}
+           "baseline_label": "the lab's floor: node grace %g s + node_lost_after %g s, before which the node is not "
+                             "seen lost" % (clocks.node_grace, NODE_LOST_AFTER),
+           "goal": "<= lab node grace + node_lost_after + 20 s (%g s)" % goal, "met": median <= goal}
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "eda.json"), "w") as handle:
         json.dump({"bench": "eda", "command": ".venv/bin/python scripts/bench_eda.py", "cpus": os.cpu_count(),

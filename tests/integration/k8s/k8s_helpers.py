@@ -302,13 +302,18 @@ class Builder(object):
             "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": self.meta(name),
             "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": pv, "resources": {"requests": {"storage": "1Gi"}}}})
 
-    def pod(self, name, node, claim):
+    def pod(self, name, node, claim, phase=None):
+        """A pod on `node` using `claim`; with `phase`, its status says so (a real cluster's kubelet may
+        set it otherwise)."""
         path = "/api/v1/namespaces/default/pods/" + name
         self.cleanup.append(path)
-        return self.kube.create("/api/v1/namespaces/default/pods", {
+        pod = self.kube.create("/api/v1/namespaces/default/pods", {
             "apiVersion": "v1", "kind": "Pod", "metadata": self.meta(name),
             "spec": {"nodeName": node, "containers": [{"name": "main", "image": "registry.invalid/none:0"}],
                      "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}})
+        if phase:
+            pod = self.kube.status(path, {"phase": phase})
+        return pod
 
     def fence_class(self, name, provisioner, parameters=None):
         self.cleanup.append(CLASSES + "/" + name)

@@ -24,9 +24,9 @@ def world(kube, label, cleanup):
     b.pvc(w["claim"], w["pv"])
     w["va"] = b.va(w["pv"], DRIVER, handle, w["dead"])
     w["old"] = b.pod("vft-%s-old" % label, w["dead"], w["claim"])["metadata"]["name"]
-    # pods of the live node, with claims of their own: none of them is read
+    # pods running on the live node, with claims of their own: none of them is read
     for i in range(OTHER_PODS):
-        b.pod("vft-%s-web-%02d" % (label, i), w["live"], "vft-%s-web-%02d" % (label, i))
+        b.pod("vft-%s-web-%02d" % (label, i), w["live"], "vft-%s-web-%02d" % (label, i), phase="Running")
     return w
 
 
@@ -50,8 +50,9 @@ def test_reads_the_dead_nodes_volumes_and_only_its_pods(ansible, kube, world):
         return  # a real cluster has no request log
     assert requests and all(r["method"] == "GET" for r in requests)
     pod_lists = [r for r in requests if r["path"] == "/api/v1/pods"]
+    # the dead node's pods, then the pods that have not started anywhere (what may wait on the node)
     assert [urllib.parse.parse_qs(r["query"])["fieldSelector"] for r in pod_lists] == [
-        ["spec.nodeName=%s" % world["dead"]]]
+        ["spec.nodeName=%s" % world["dead"]], ["status.phase!=Running,status.phase!=Succeeded,status.phase!=Failed"]]
     assert "/api/v1/namespaces/default/persistentvolumeclaims/" + world["claim"] in [r["path"] for r in requests]
     assert "/api/v1/persistentvolumes/" + world["pv"] in [r["path"] for r in requests]
     assert not [r for r in requests if r["path"] in ("/api/v1/persistentvolumes", "/api/v1/persistentvolumeclaims")]
@@ -94,3 +95,16 @@ def test_a_missing_node_and_bad_input_are_named_and_read_nothing(ansible, kube, 
         assert bad["_rc"] != 0 and message in bad["msg"], bad
         assert "Traceback" not in bad["msg"]
     assert not module_requests(kube, since)  # refused before anything was read
+
+
+def test_a_pod_waiting_elsewhere_on_a_volume_names_its_image(ansible, kube, world, label, cleanup):
+    """Kubernetes got there first: the dead node's pod is gone, its replacement waits on the live node. The
+    read returns the replacement's RBD volume (waiting) and its image, for the fence to look at."""
+    b = Builder(kube, label, cleanup)
+    kube.force_delete("/api/v1/namespaces/default/pods/" + world["old"])
+    new = b.pod("vft-%s-new" % label, world["live"], world["claim"], phase="Pending")["metadata"]
+    result = ansible.run("failed_nodes_info", {"nodes": [world["dead"]]})
+    assert result["_rc"] == 0 and not result["changed"], result
+    assert result["waiting"] == [{"pod": "default/" + new["name"], "uid": new["uid"], "node": world["live"],
+                                  "claim": "default/" + world["claim"], "pv": world["pv"], "image": world["image"]}]
+    assert result["images"] == [world["image"]] and result["pods"] == []
