@@ -111,8 +111,10 @@ def reset(cfg, kube):
         kept = [t for t in taints if t["key"] != OUT_OF_SERVICE]
         if kept != taints:
             kube.patch("nodes", node["metadata"]["name"], {"spec": {"taints": kept or None}})
-        if "volfence.csi/failover" in (node["metadata"].get("annotations") or {}):
-            kube.patch("nodes", node["metadata"]["name"], {"metadata": {"annotations": {"volfence.csi/failover": None}}})
+        marks = [a for a in ("volfence.csi/failover", "volfence.csi/failover-started", "volfence.csi/out-of-service-taint")
+                 if a in (node["metadata"].get("annotations") or {})]
+        if marks:
+            kube.patch("nodes", node["metadata"]["name"], {"metadata": {"annotations": dict((a, None) for a in marks)}})
         if node["spec"].get("unschedulable"):
             kube.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": None}})
     wait("every node Ready and untainted", lambda: all(

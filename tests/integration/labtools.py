@@ -249,11 +249,14 @@ def build_release_mirror(root):
 
 def undo_failover(kube, name):
     """What node_recover lifts on the Kubernetes side, for a test that stopped before it ran:
-    the out-of-service taint (no pod would run on the node again) and the failover's record."""
+    the out-of-service taint (no pod would run on the node again) and the failover's marks."""
     node = kube.get("nodes", name)
     taints = node["spec"].get("taints") or []
     kept = [t for t in taints if t["key"] != "node.kubernetes.io/out-of-service"]
     if kept != taints:
         kube.patch("nodes", name, {"spec": {"taints": kept or None}})
-    if "volfence.csi/failover" in (node["metadata"].get("annotations") or {}):
-        kube.patch("nodes", name, {"metadata": {"annotations": {"volfence.csi/failover": None}}})
+    # the record, a cut-off run's start, and the mark that told the taint was ours
+    marks = [a for a in ("volfence.csi/failover", "volfence.csi/failover-started", "volfence.csi/out-of-service-taint")
+             if a in (node["metadata"].get("annotations") or {})]
+    if marks:
+        kube.patch("nodes", name, {"metadata": {"annotations": dict((a, None) for a in marks)}})

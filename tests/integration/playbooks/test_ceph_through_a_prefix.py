@@ -54,5 +54,5 @@ def test_a_wrong_backend_is_refused_before_anything_is_read(clean_lab, lab_inven
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "volfence_ceph_backend": "toolbox",
                                                  "report_path": str(tmp_path / "f.json")})
     assert run.rc != 0
-    assert 'volfence_ceph_backend: "toolbox" is not one of auto, rados, cli' in run.stdout
+    assert 'volfence_ceph_backend: \\"toolbox\\" is not one of auto, rados, cli' in run.stdout  # JSON output
     assert not (tmp_path / "f.json").exists()

@@ -5,7 +5,8 @@ by waiting for Kubernetes. The node's pods are still there, not Terminating, whe
 import json
 import os
 
-from labtools import REPO, run_playbook
+from kubeemu.client import ApiError
+from labtools import REPO, run_playbook, wait_until
 from volfence_lab import scenarios
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
@@ -77,8 +78,7 @@ def test_after_an_administrators_taint_the_stuck_replacement_is_fenced_free(kube
     through the stuck pod, fences node-b's client only, and waits until the pod runs."""
     lab = kubernetes_never_releases
     state = incident("stale-rbd-watcher")
-    kube.patch("nodes", "node-b", {"spec": {"taints": [{"key": OUT_OF_SERVICE, "value": "nodeshutdown",
-                                                        "effect": "NoExecute"}]}})
+    declare_shut_down(kube, "node-b")
     stuck = wait_stuck(kube, state)
     assert kube.find("pods", state["old_pod"], "default") is None
 
@@ -101,8 +101,7 @@ def test_a_failover_that_cannot_free_a_stuck_pod_fails_and_says_why(kubernetes_n
     state = incident("stale-rbd-watcher")
     lab.hold("node-c", state["image"])
     lab.lab("kill-node", "node-c")
-    kube.patch("nodes", "node-b", {"spec": {"taints": [{"key": OUT_OF_SERVICE, "value": "nodeshutdown",
-                                                        "effect": "NoExecute"}]}})
+    declare_shut_down(kube, "node-b")
     stuck = wait_stuck(kube, state)
 
     run, report = failover(lab_inventory, tmp_path)
@@ -112,6 +111,24 @@ def test_a_failover_that_cannot_free_a_stuck_pod_fails_and_says_why(kubernetes_n
     assert line.startswith("pod default/%s waits on %s" % (stuck, state["image"])) and "NOT made safe" in line
     assert "node-c" in line and lab.nodes["node-c"] in line
     assert kube.get("pods", stuck, "default")["status"]["phase"] != "Running"
+
+
+def declare_shut_down(kube, node):
+    """An administrator's `kubectl taint node NODE node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`: read,
+    then written with the node's resourceVersion, again on a conflict (a controller wrote meanwhile)."""
+    def add():
+        obj = kube.get("nodes", node)
+        taints = (obj["spec"].get("taints") or []) + [{"key": OUT_OF_SERVICE, "value": "nodeshutdown",
+                                                       "effect": "NoExecute"}]
+        try:
+            kube.patch("nodes", node, {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                                       "spec": {"taints": taints}})
+            return True
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            return False
+    assert wait_until(add, timeout=10)
 
 
 def wait_stuck(kube, state):

@@ -638,12 +638,24 @@ class ControlPlane(object):
                                    "lastHeartbeatTime": old.get("lastHeartbeatTime"),
                                    "lastTransitionTime": stamp()})
                 self.kube.patch("nodes", name, {"status": {"conditions": conditions}}, subresource="status")
-            if stale and not any(t["key"] == UNREACHABLE_TAINT for t in taints):
-                taints = taints + [{"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": stamp()}]
-                self.kube.patch("nodes", name, {"spec": {"taints": taints}})
-            elif not stale and any(t["key"] == UNREACHABLE_TAINT for t in taints):
-                self.kube.patch("nodes", name, {"spec": {"taints": [t for t in taints if t["key"] != UNREACHABLE_TAINT]}})
+            if stale != any(t["key"] == UNREACHABLE_TAINT for t in taints):
+                self.swap_unreachable_taint(name, stale)
         return {n["metadata"]["name"]: self.kube.get("nodes", n["metadata"]["name"]) for n in nodes}
+
+    def swap_unreachable_taint(self, name, add):
+        """Add or remove the unreachable taint on the node as read now, with its resourceVersion (as the
+        node lifecycle controller's PatchNodeTaints does): a taint someone added meanwhile is never lost;
+        on a conflict the next pass tries again."""
+        node = self.kube.get("nodes", name)
+        taints = [t for t in node.get("spec", {}).get("taints", []) or [] if t.get("key") != UNREACHABLE_TAINT]
+        if add:
+            taints.append({"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": stamp()})
+        try:
+            self.kube.patch("nodes", name, {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                                            "spec": {"taints": taints or None}})
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
 
     # taint eviction (pkg/controller/tainteviction/taint_eviction.go): a pod on a node with a NoExecute
     # taint it does not tolerate is deleted at once; one it tolerates for N seconds is deleted N seconds
