@@ -932,8 +932,7 @@ def waiting_verdicts(waiting, failed, before, after, fence, kept_by_image, nets=
             continue
         # ceph-csi on the waiting pod's own node opens the image to check it: that client is expected;
         # any other kept client (one no failed node can be proven to own, or another node's) keeps the pod waiting
-        kept = [k for k in kept_by_image.get(image) or [] if not k.get('other_node')
-                or k['other_node'] != item.get('node')]
+        kept = [k for k in kept_by_image.get(image) or [] if k.get('other_node') != item.get('node')]
         still = [w.get('address') for w in ((after or {}).get(image) or {}).get('watchers') or []
                  if w.get('address') in fenced_here]
         what = 'pod %s waits on %s (claim %s)' % (item.get('pod'), image, item.get('claim'))
@@ -987,8 +986,7 @@ def _put_back_on_node(pod):
     meta = pod.get('metadata') or {}
     if 'kubernetes.io/config.mirror' in (meta.get('annotations') or {}):
         return "a static pod's mirror: its node's kubelet owns it"
-    if any((o or {}).get('kind') == 'DaemonSet' and (o or {}).get('controller')
-           for o in meta.get('ownerReferences') or []):
+    if (controller_of(pod) or {}).get('kind') == 'DaemonSet':
         return "a DaemonSet's pod: its controller puts it back on the same node"
     return None
 

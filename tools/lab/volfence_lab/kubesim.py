@@ -830,6 +830,7 @@ class ControlPlane(object):
         vas = self.kube.list("volumeattachments")
         by_key = {(va["spec"]["source"].get("persistentVolumeName"), va["spec"]["nodeName"]): va for va in vas
                   if va["spec"].get("attacher") == LAB_DRIVER}
+        names = {va["metadata"]["name"] for va in vas}
         if self.attached is None:  # a (re)started controller reads what is attached (processVolumeAttachments)
             self.attached = {key: moment for key, va in by_key.items() if va.get("status", {}).get("attached")}
         if moment - self.last_attachment_sync >= clocks.attachment_sync:
@@ -853,10 +854,10 @@ class ControlPlane(object):
                 self.kube.delete("volumeattachments", va["metadata"]["name"])
             del self.attached[key]
             self.detach_requested.pop(key, None)
-        # external-attacher: a VolumeAttachment being deleted gets ControllerUnpublish, then loses its finalizer.
+        # external-attacher: a VolumeAttachment being deleted gets ControllerUnpublish (a no-op for the lab's
+        # ceph-csi, which does not fence on detach: docs/lab.md), then loses its finalizer.
         for va in vas:
             if va["spec"].get("attacher") == LAB_DRIVER and va["metadata"].get("deletionTimestamp"):
-                self.controller_unpublish(va, nodes)
                 fins = [f for f in va["metadata"].get("finalizers", []) if not f.startswith("external-attacher/")]
                 if fins != va["metadata"].get("finalizers", []):
                     self.kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": fins}})
@@ -872,9 +873,7 @@ class ControlPlane(object):
                            'Multi-Attach error for volume "%s" Volume is already exclusively attached to one '
                            "node and can't be attached to another" % pv_name, "attachdetach-controller")
                 continue
-            if (pv_name, node_name) in self.attached and name in {v["metadata"]["name"] for v in vas}:
-                continue
-            if name not in {v["metadata"]["name"] for v in vas}:
+            if name not in names:
                 driver = csi["driver"]
                 self.kube.create("volumeattachments", {
                     "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
@@ -885,10 +884,6 @@ class ControlPlane(object):
                 self.kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
             if driver_is_lab(csi.get("driver")):
                 self.attached[(pv_name, node_name)] = moment
-
-    def controller_unpublish(self, va, nodes):
-        """ceph-csi's ControllerUnpublishVolume: a no-op unless fencing is on (see ceph_csi_fencing)."""
-        return None
 
     # CSI-Addons stand-in
     def ceph(self):
