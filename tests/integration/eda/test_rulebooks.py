@@ -14,6 +14,10 @@ from volfence_lab import scenarios
 
 from labtools import REPO, ansible_env, undo_failover, wait_until
 
+# Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
+# waiting for Kubernetes.
+pytestmark = pytest.mark.usefixtures("kubernetes_never_releases")
+
 RULEBOOK_BIN = os.path.join(REPO, ".venv", "bin", "ansible-rulebook")
 
 

@@ -7,6 +7,10 @@ import pytest
 
 from labtools import REPO, run_playbook
 
+# Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
+# waiting for Kubernetes.
+pytestmark = pytest.mark.usefixtures("kubernetes_never_releases")
+
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
 
 

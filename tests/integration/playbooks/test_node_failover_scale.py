@@ -10,6 +10,10 @@ import pytest
 
 from labtools import REPO, blocklist_entries, run_playbook, undo_failover, wait_until
 
+# Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
+# waiting for Kubernetes.
+pytestmark = pytest.mark.usefixtures("kubernetes_never_releases")
+
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
 RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
 
