@@ -82,9 +82,15 @@ def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
                                    fenced_at)
 
 
-def failover_markers(nodes, failed_nodes, blocklisted_by_node=None, networkfences=None, fenced_at=None):
+def failover_markers(nodes, failed_nodes, blocklisted_by_node=None, networkfences=None, fenced_at=None,
+                     driver_fences_by_node=None):
     return _safety.failover_markers(_list(nodes, 'nodes'), failed_nodes, blocklisted_by_node or {},
-                                    _list(networkfences, 'networkfences'), fenced_at)
+                                    _list(networkfences, 'networkfences'), fenced_at, driver_fences_by_node or {})
+
+
+def failover_driver_fences(entries, failed_nodes, nodes):
+    """entries: ceph_blocklist_info entries; {node: [entry]} of the driver's own fences at each failed node."""
+    return _safety.driver_fences(_list(entries, 'entries'), failed_nodes, _list(nodes, 'nodes'))
 
 
 def failover_networkfence_plan(existing_results, failed_nodes, cidrs_by_node=None):
@@ -185,6 +191,7 @@ class FilterModule(object):
             'node_volume_report': node_volume_report,
             'failover_marker': failover_marker,
             'failover_record': failover_record,
+            'failover_driver_fences': failover_driver_fences,
             'recovery_plan': recovery_plan,
             'recovery_plans': recovery_plans,
             'failover_records': failover_records,

@@ -22,9 +22,11 @@ description:
   - C(node-addresses), C(node-address-sharing) - every node has an address of O(address_types), and no two nodes
     share one (invariant I1 never fences a shared address).
   - C(csidriver), C(controller-publish-secret), C(ceph-csi-fencing) - the driver's CSIDriver requires attachment, its
-    StorageClasses name the controller-publish secret, and its controller plugin runs with fencing on
-    (C(--enable-fencing) on the cephcsi container of a Deployment with C(--controllerserver=true) and
-    C(--drivername=<driver>), or ceph-csi-operator's C(Driver.spec.enableFencing)).
+    StorageClasses name the controller-publish secret, and who fences and unfences on this cluster (C(fences) and
+    C(unfences) of the check): with fencing on in its controller plugin (C(--enable-fencing) on the cephcsi
+    container of a Deployment with C(--controllerserver=true) and C(--drivername=<driver>), or ceph-csi-operator's
+    C(Driver.spec.enableFencing)) ceph-csi also fences on detach under the out-of-service taint, and node_recover
+    lifts its entries with the failover's; with it off, only node_failover fences (V(warn)).
   - C(csi-addons), C(networkfence-class), C(csiaddonsnode), C(csiaddonsnode-controller), C(csiaddonsnode-nodes) -
     the NetworkFence API, a NetworkFenceClass for O(driver), the CSIAddonsNodes that carry fence requests (without
     any, a NetworkFence fails with "no connections for driver"), the controller plugin's one Connected (found by
@@ -80,7 +82,8 @@ EXAMPLES = r'''
 RETURN = r'''
 checks:
   description: One entry per check, in the order above - C(check) (its name), C(verdict) (V(pass), V(warn) or
-    V(fail)), C(detail) (what was found) and C(fix) (what to do; null on a pass).
+    V(fail)), C(detail) (what was found) and C(fix) (what to do; null on a pass). The C(ceph-csi-fencing) check
+    also has C(fences) and C(unfences), the components that fence and unfence a lost node on this cluster.
   returned: always
   type: list
   elements: dict

@@ -9,6 +9,7 @@ import os
 import subprocess
 import uuid
 
+from kubeemu.client import ApiError
 from kubeemu.wait import wait_until  # noqa: F401  (the tests' one way to wait, imported from here)
 from volfence_lab.lab import read_env as read_lab_env  # noqa: F401  (the lab's own rule for where a lab lives)
 
@@ -260,3 +261,21 @@ def undo_failover(kube, name):
              if a in (node["metadata"].get("annotations") or {})]
     if marks:
         kube.patch("nodes", name, {"metadata": {"annotations": dict((a, None) for a in marks)}})
+
+
+def declare_shut_down(kube, node):
+    """An administrator's `kubectl taint node NODE node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`: read,
+    then written with the node's resourceVersion, again on a conflict (a controller wrote meanwhile)."""
+    def add():
+        obj = kube.get("nodes", node)
+        taints = (obj["spec"].get("taints") or []) + [{"key": "node.kubernetes.io/out-of-service",
+                                                       "value": "nodeshutdown", "effect": "NoExecute"}]
+        try:
+            kube.patch("nodes", node, {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                                       "spec": {"taints": taints}})
+            return True
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            return False
+    assert wait_until(add, timeout=10)

@@ -219,17 +219,32 @@ def ceph_csi_checks(driver, csidrivers, storageclasses, workloads, operator_driv
         if _name(item) == driver:
             seen.append(('Driver %s' % driver, bool((item.get('spec') or {}).get('enableFencing'))))
     if not seen:
-        out.append(check('ceph-csi-fencing', WARN, 'the controller plugin of %s was not found (a Deployment running '
-                                                   'cephcsi with --drivername=%s --controllerserver=true, or a '
-                                                   'ceph-csi-operator Driver)' % (driver, driver),
-                         'check by hand that it runs with --enable-fencing (Driver.spec.enableFencing)'))
+        out.append(dict(check('ceph-csi-fencing', WARN, 'the controller plugin of %s was not found (a Deployment running '
+                                                        'cephcsi with --drivername=%s --controllerserver=true, or a '
+                                                        'ceph-csi-operator Driver): who fences on detach is not known; '
+                                                        'node_failover fences the node\'s clients, node_recover lifts '
+                                                        'them' % (driver, driver),
+                              'check by hand whether it runs with --enable-fencing (Driver.spec.enableFencing)'),
+                        fences=['volfence.csi node_failover'], unfences=['volfence.csi node_recover']))
     elif all(on for _where, on in seen):
-        out.append(check('ceph-csi-fencing', PASS, 'fencing on: %s' % ', '.join(w for w, _on in seen)))
+        out.append(dict(check('ceph-csi-fencing', PASS, 'fencing on (%s): ceph-csi fences a node\'s client address for '
+                                                        'three years when it detaches a volume from a node carrying the '
+                                                        'out-of-service taint, and unfences it only through CSI-Addons, '
+                                                        '5 min later at the earliest, once the node is back; '
+                                                        'node_failover fences the node\'s clients first, node_recover '
+                                                        'lifts the entries of both after the node\'s reboot'
+                                                        % ', '.join(w for w, _on in seen)),
+                        fences=['volfence.csi node_failover', 'ceph-csi on detach (out-of-service taint)'],
+                        unfences=['volfence.csi node_recover', 'ceph-csi through CSI-Addons (GetFenceClients)']))
     else:
-        out.append(check('ceph-csi-fencing', FAIL, 'fencing off in %s: detaching a volume from a lost node fences '
-                                                   'nothing (rook#16513)' % ', '.join(w for w, on in seen if not on),
-                         'run the controller plugin with --enable-fencing=true (ceph-csi-operator: '
-                         'Driver.spec.enableFencing: true)'))
+        out.append(dict(check('ceph-csi-fencing', WARN, 'fencing off in %s: detaching a volume from a lost node fences '
+                                                        'nothing, so an out-of-service taint alone lets a live client '
+                                                        'write on (rook#16513); node_failover fences the node\'s clients '
+                                                        'before it taints, node_recover lifts them'
+                                                        % ', '.join(w for w, on in seen if not on),
+                              'fail nodes over with node_failover, not with the taint alone; or run the controller '
+                              'plugin with --enable-fencing=true (ceph-csi-operator: Driver.spec.enableFencing: true)'),
+                        fences=['volfence.csi node_failover'], unfences=['volfence.csi node_recover']))
     return out
 
 

@@ -389,34 +389,42 @@ def read_started_mark(node):
     return mark if isinstance(mark, dict) else None
 
 
-def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None):
+def failover_marker(node, blocklisted=None, networkfences=None, fenced_at=None, driver_fenced=None):
     """The annotation value (JSON text) node_failover leaves on the failed node. A marker of the
     same boot is extended, not replaced (a re-run after a partial failover keeps what the first run
-    fenced), and keeps its time, so a re-run with nothing new writes nothing."""
+    fenced), and keeps its time, so a re-run with nothing new writes nothing. driver_fenced: the
+    entries the driver's own fencing added at the node's addresses (driver_fences()), kept under
+    `driver_fences` only when there are some."""
     boot_id = boot_id_of(node)
-    blocklist, fences = set(blocklisted or []), set(networkfences or [])
+    blocklist, fences, driver = set(blocklisted or []), set(networkfences or []), set(driver_fenced or [])
     previous = read_marker(node)
     if previous and previous.get('boot_id') == boot_id:
         blocklist |= set(previous.get('blocklist') or [])
         fences |= set(previous.get('networkfences') or [])
+        driver |= set(previous.get('driver_fences') or [])
         fenced_at = previous.get('fenced_at') or fenced_at
-    return json.dumps(dict(boot_id=boot_id, fenced_at=fenced_at, blocklist=sorted(blocklist),
-                           networkfences=sorted(fences)), sort_keys=True)
+    marker = dict(boot_id=boot_id, fenced_at=fenced_at, blocklist=sorted(blocklist), networkfences=sorted(fences))
+    if driver:
+        marker['driver_fences'] = sorted(driver)
+    return json.dumps(marker, sort_keys=True)
 
 
-def failover_markers(nodes, failed_node, blocklisted_by_node=None, networkfences=None, fenced_at=None):
-    """The marker of each failed node (failover_marker() text), from the fence plan's `by_node` and
-    the NetworkFences set (networkfence_plan() entries, each with its node): each node records only
-    what was fenced for it, so node_recover lifts each node's fences when that node is back (I2, I3).
-    Nothing fenced for any node: no markers, as there is nothing for node_recover to lift."""
+def failover_markers(nodes, failed_node, blocklisted_by_node=None, networkfences=None, fenced_at=None,
+                     driver_fences_by_node=None):
+    """The marker of each failed node (failover_marker() text), from the fence plan's `by_node`, the
+    NetworkFences set (networkfence_plan() entries, each with its node) and the entries the driver's own
+    fencing added (driver_fences()): each node records only what was fenced for it, with its bootID, so
+    node_recover lifts each node's fences when that node is back (I2, I3). Nothing fenced for any node,
+    by the failover or by the driver: no markers, as there is nothing for node_recover to lift."""
     by_name = dict((_name(n), n) for n in nodes or [] if isinstance(n, dict))
     fences = {}
     for fence in networkfences or []:
         fences.setdefault(fence.get('node'), []).append(fence.get('name'))
-    if not fences and not any((blocklisted_by_node or {}).values()):
+    driver = driver_fences_by_node or {}
+    if not fences and not any((blocklisted_by_node or {}).values()) and not any(driver.values()):
         return {}
     return dict((node, failover_marker(by_name.get(node) or {}, (blocklisted_by_node or {}).get(node) or [],
-                                       fences.get(node) or [], fenced_at))
+                                       fences.get(node) or [], fenced_at, driver.get(node) or []))
                 for node in failed_set(failed_node))
 
 
@@ -490,7 +498,55 @@ def _addr_key(text):
     return (ip, int(match.group(2) or 0), int(match.group(3) or 0))
 
 
+def driver_fences(entries, failed_node, nodes):
+    """{node: [entry]}: the blocklist entries (ceph_blocklist_info) that the driver's own fencing on detach
+    added at each failed node's addresses (entry_owner() 'ceph-csi'). node_failover records them with the
+    node's bootID even when it fenced nothing itself (Kubernetes and ceph-csi got there first), so that
+    node_recover can prove the reboot (I3) and lift them (I2)."""
+    view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes)
+    out = {}
+    for node in failed_set(failed_node):
+        own = set(((view.nodes.get(node) or {}).get('addresses')) or [])
+        for entry in entries or []:
+            if not isinstance(entry, dict) or entry_owner(entry) != 'ceph-csi':
+                continue
+            net = normalize_network(entry.get('cidr') or entry.get('entry')) if entry.get('kind') == 'range' else None
+            key = None if net is not None else _addr_key(entry.get('address') or entry.get('entry'))
+            ip = net.network_address if net is not None else (key[0] if key else None)
+            if ip in own:
+                out.setdefault(node, []).append(entry.get('entry'))
+    return out
+
+
 # --------------------------------------------------------------------------- I2, I3: what a recovery lifts
+
+# ceph-csi 3.15+ run with --enable-fencing blocklists a node's client address (recorded at NodeStage) on
+# ControllerUnpublish while the node carries the out-of-service taint, for AutoBlocklistTime, three years
+# (internal/util: a NetworkFence's entries last five years; ceph-csi itself tells its own entries apart by it).
+CEPH_CSI_AUTO_FENCE_SECONDS = 94670856
+_YEAR = 365 * 24 * 3600
+
+
+def entry_owner(entry, marked=(), driver=()):
+    """Who added a blocklist entry at a node's address, for the report (what may be lifted does not depend on
+    it): 'failover' when the node's failover recorded it; 'ceph-csi' when the failover recorded it as the
+    driver's (driver: the record's driver_fences), or for a whole-address entry (a one-host range, or every
+    port and nonce) whose remaining time fits ceph-csi's fence on detach added within the last year; else
+    'unrecorded'. marked: the failover record's addresses (_addr_key() tuples)."""
+    if entry.get('entry') in driver:
+        return 'ceph-csi'
+    key = _addr_key(entry.get('address') or entry.get('entry'))
+    if key is not None and key in marked:
+        return 'failover'
+    net = normalize_network(entry.get('cidr') or entry.get('entry')) if entry.get('kind') == 'range' else None
+    whole = (net is not None and net.prefixlen == net.max_prefixlen) or (
+        net is None and key is not None and key[1:] == (0, 0))
+    remaining = entry.get('expires_in')
+    if whole and isinstance(remaining, int) and \
+            CEPH_CSI_AUTO_FENCE_SECONDS - _YEAR < remaining <= CEPH_CSI_AUTO_FENCE_SECONDS:
+        return 'ceph-csi'
+    return 'unrecorded'
+
 
 def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=None, lease_fresh=60,
                   force=False, now=None):
@@ -499,7 +555,8 @@ def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=No
     entries: ceph_blocklist_info `entries`; fences: networkfence_info `fences`; marker: read_marker().
     An entry or fence is lifted only when it covers no node other than `node` and it is `node`'s
     (an address of the node, or recorded by its failover); everything else that concerns the node is
-    kept with the reason. Returns {refused, evidence, remove_addresses, remove_cidrs, unfence, kept}.
+    kept with the reason. Returns {refused, evidence, remove_addresses, remove_cidrs, unfence, kept, lifted}:
+    lifted names each blocklist entry removed and who added it (entry_owner()), as kept does for those kept.
     """
     view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now)
     facts = view.nodes.get(node)
@@ -514,18 +571,20 @@ def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=No
     marked = set(k for k in (_addr_key(a) for a in (marker or {}).get('blocklist') or []) if k)
     marked_ips = set(k[0] for k in marked)
     marked_fences = set((marker or {}).get('networkfences') or [])
-    out = dict(refused=refused, evidence=evidence, remove_addresses=[], remove_cidrs=[], unfence=[], kept=[])
+    driver = set((marker or {}).get('driver_fences') or [])
+    out = dict(refused=refused, evidence=evidence, remove_addresses=[], remove_cidrs=[], unfence=[], kept=[],
+               lifted=[])
     for entry in entries or []:
         decision = _entry_decision(view, node, own, marked, marked_ips, entry)
         if decision is None:
             continue
         kind, value, reason = decision
         if reason is not None:
-            out['kept'].append(dict(entry=entry.get('entry') or value, reason=reason, invariant='I2'))
-        elif kind == 'address':
-            out['remove_addresses'].append(value)
-        else:
-            out['remove_cidrs'].append(value)
+            out['kept'].append(dict(entry=entry.get('entry') or value, reason=reason, invariant='I2',
+                                    added_by=entry_owner(entry, marked, driver)))
+            continue
+        out['remove_addresses' if kind == 'address' else 'remove_cidrs'].append(value)
+        out['lifted'].append(dict(entry=entry.get('entry') or value, node=node, added_by=entry_owner(entry, marked, driver)))
     for fence in fences or []:
         decision = _fence_decision(view, node, own, marked_fences, fence)
         if decision is None:
@@ -545,7 +604,7 @@ def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=No
         reason = 'node %s is not proven restarted: %s' % (node, refused)
         out['kept'] = [dict(entry=v, reason=reason, invariant='I3') for v in out['remove_addresses'] + out['remove_cidrs']] \
             + [dict(networkfence=v, reason=reason, invariant='I3') for v in out['unfence']] + out['kept']
-        out['remove_addresses'], out['remove_cidrs'], out['unfence'] = [], [], []
+        out['remove_addresses'], out['remove_cidrs'], out['unfence'], out['lifted'] = [], [], [], []
     return out
 
 
@@ -569,11 +628,15 @@ def recovery_plans(names, nodes, entries=None, fences=None, markers=None, leases
         return dict(plans[0][1], recovered=recovered, held=held, held_reason=plans[0][1]['refused'])
     refused = None if recovered else '; '.join('%s: %s' % (n, p['refused']) for n, p in plans)
     out = dict(refused=refused, evidence=dict((n, p['evidence']) for n, p in plans), remove_addresses=[],
-               remove_cidrs=[], unfence=[], kept=[], recovered=recovered, held=held,
+               remove_cidrs=[], unfence=[], kept=[], lifted=[], recovered=recovered, held=held,
                held_reason='; '.join('%s: %s' % (n, why) for n, why in sorted(held.items())) or None)
     for key in ('remove_addresses', 'remove_cidrs', 'unfence'):
         for _node, plan in plans:
             out[key].extend(v for v in plan[key] if v not in out[key])
+    for _node, plan in plans:
+        for item in plan['lifted']:
+            if item['entry'] not in [i['entry'] for i in out['lifted']]:
+                out['lifted'].append(item)
     lifted = set(out['remove_addresses'] + out['remove_cidrs'] + out['unfence'])
     for node, plan in plans:
         for item in plan['kept']:

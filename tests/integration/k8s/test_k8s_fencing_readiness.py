@@ -90,7 +90,8 @@ def test_a_ready_world_and_each_failure_named_with_its_fix(ansible, kube, world,
     assert "%s%s has 198.51.100.32/32, the node now 198.51.100.42/32" % (world["prefix"], world["b"]) in fences["detail"]
     assert "node_fences role" in fences["fix"]
     fencing = checks["ceph-csi-fencing"]
-    assert fencing["verdict"] == "fail" and "default/vft-%s-ctrl" % world["label"] in fencing["detail"]
+    assert fencing["verdict"] == "warn" and "default/vft-%s-ctrl" % world["label"] in fencing["detail"]
+    assert fencing["fences"] == ["volfence.csi node_failover"]  # the collection alone fences: ceph-csi does not
 
 
 def test_no_csiaddonsnode_for_the_driver_fails(ansible, kube, world):

@@ -5,8 +5,7 @@ by waiting for Kubernetes. The node's pods are still there, not Terminating, whe
 import json
 import os
 
-from kubeemu.client import ApiError
-from labtools import REPO, run_playbook, wait_until
+from labtools import REPO, declare_shut_down, run_playbook, wait_until
 from volfence_lab import scenarios
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
@@ -111,24 +110,6 @@ def test_a_failover_that_cannot_free_a_stuck_pod_fails_and_says_why(kubernetes_n
     assert line.startswith("pod default/%s waits on %s" % (stuck, state["image"])) and "NOT made safe" in line
     assert "node-c" in line and lab.nodes["node-c"] in line
     assert kube.get("pods", stuck, "default")["status"]["phase"] != "Running"
-
-
-def declare_shut_down(kube, node):
-    """An administrator's `kubectl taint node NODE node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`: read,
-    then written with the node's resourceVersion, again on a conflict (a controller wrote meanwhile)."""
-    def add():
-        obj = kube.get("nodes", node)
-        taints = (obj["spec"].get("taints") or []) + [{"key": OUT_OF_SERVICE, "value": "nodeshutdown",
-                                                       "effect": "NoExecute"}]
-        try:
-            kube.patch("nodes", node, {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
-                                       "spec": {"taints": taints}})
-            return True
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-            return False
-    assert wait_until(add, timeout=10)
 
 
 def wait_stuck(kube, state):

@@ -49,6 +49,11 @@ CSI_NAMESPACE = "ceph-csi"
 # Where ceph-csi's node plugin records the node that staged an image, value the node's IP
 # (ceph-csi PRs #5429/#5828: ".rbd.csi.ceph.com/clientaddress/<volume id>/<node id>").
 CLIENT_ADDRESS_KEY = ".rbd.csi.ceph.com/clientaddress/%s/%s"
+# ceph-csi's controller plugin Deployment (its flags are where readiness and the lab read --enable-fencing)
+CSI_PROVISIONER = "csi-rbdplugin-provisioner"
+# How long ceph-csi's fence on ControllerUnpublish lasts (AutoBlocklistTime, internal/util/networkfence.go:
+# three years; a NetworkFence's own entries last five, which is how ceph-csi tells them apart when it unfences).
+AUTO_BLOCKLIST_SECONDS = 94670856
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
 
@@ -111,6 +116,15 @@ def toleration_seconds(pod, taint, default):
     if taint.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT):
         return default
     return False
+
+
+def csi_fencing(kube):
+    """The lab's ceph-csi controller plugin runs with --enable-fencing: the flag on its Deployment, where
+    readiness reads it (scenarios.base_objects writes it)."""
+    deploy = kube.find("deployments", CSI_PROVISIONER, CSI_NAMESPACE) or {}
+    return any(arg in ("--enable-fencing", "--enable-fencing=true")
+               for container in deploy.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+               for arg in container.get("args", []))
 
 
 def has_taint(node, key):
@@ -854,12 +868,15 @@ class ControlPlane(object):
                 self.kube.delete("volumeattachments", va["metadata"]["name"])
             del self.attached[key]
             self.detach_requested.pop(key, None)
-        # external-attacher: a VolumeAttachment being deleted gets ControllerUnpublish (a no-op for the lab's
-        # ceph-csi, which does not fence on detach: docs/lab.md), then loses its finalizer.
+        # external-attacher: a VolumeAttachment being deleted gets ControllerUnpublish, then loses its
+        # finalizer; a failed ControllerUnpublish keeps it, retried on the next pass.
+        fencing = None
         for va in vas:
             if va["spec"].get("attacher") == LAB_DRIVER and va["metadata"].get("deletionTimestamp"):
                 fins = [f for f in va["metadata"].get("finalizers", []) if not f.startswith("external-attacher/")]
                 if fins != va["metadata"].get("finalizers", []):
+                    fencing = csi_fencing(self.kube) if fencing is None else fencing
+                    self.controller_unpublish(va, nodes.get(va["spec"]["nodeName"]), fencing)
                     self.kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": fins}})
         for (pv_name, node_name), (pv, pod) in wanted.items():
             csi = pv["spec"]["csi"]
@@ -884,6 +901,41 @@ class ControlPlane(object):
                 self.kube.patch("volumeattachments", name, {"status": {"attached": True}}, subresource="status")
             if driver_is_lab(csi.get("driver")):
                 self.attached[(pv_name, node_name)] = moment
+
+    # ceph-csi's controller plugin (internal/rbd/controllerserver.go, ControllerUnpublishVolume, ceph-csi
+    # 3.15+: PRs #5429, #5828)
+    def controller_unpublish(self, va, node, fencing):
+        """With fencing on and the node out of service, blocklist the client address the node recorded at
+        NodeStage, as a one-host range for AutoBlocklistTime (a single address where the release has no
+        ranges); then, fencing or not, forget the record."""
+        pv = self.kube.find("persistentvolumes", va["spec"]["source"].get("persistentVolumeName") or "")
+        csi = (pv or {}).get("spec", {}).get("csi") or {}
+        attrs = csi.get("volumeAttributes") or {}
+        if not csi or not attrs.get("imageName"):
+            return
+        import rbd
+        key = CLIENT_ADDRESS_KEY % (csi["volumeHandle"], va["spec"]["nodeName"])
+        with self.ceph().open_ioctx(attrs.get("pool") or "rbd") as ioctx:
+            with rbd.Image(ioctx, attrs["imageName"]) as image:
+                try:
+                    address = image.metadata_get(key)
+                except KeyError:
+                    return
+                if fencing and node is not None and has_taint(node, OUT_OF_SERVICE_TAINT):
+                    self.auto_fence(address)
+                image.metadata_remove(key)
+
+    def auto_fence(self, address):
+        host = ipaddress.ip_address(address)
+        cidr = "%s/%d" % (host, host.max_prefixlen)
+        ret, err = self.mon(prefix="osd blocklist", blocklistop="add", addr=cidr, range="range",
+                            expire=float(AUTO_BLOCKLIST_SECONDS))
+        if ret != 0:  # a release without ranges (Pacific): the address, every port and nonce
+            ret, err = self.mon(prefix="osd blocklist", blocklistop="add", expire=float(AUTO_BLOCKLIST_SECONDS),
+                                addr=(str(host) if host.version == 4 else "[%s]" % host) + ":0/0")
+        if ret != 0:
+            raise RuntimeError("ceph-csi auto fence of %s: %s" % (cidr, err))
+        log("ceph-csi: fenced %s on ControllerUnpublish (node out of service)" % cidr)
 
     # CSI-Addons stand-in
     def ceph(self):

@@ -46,7 +46,8 @@ from concurrent.futures import ThreadPoolExecutor
 from kubeemu.wait import WaitTimeout, wait_until
 from volfence_lab import clocks as clockmod
 from volfence_lab import lab as labmod
-from volfence_lab.kubesim import FUSE_DRIVER, LAB_DRIVER, CSI_NAMESPACE, attachment_name
+from volfence_lab.kubesim import (CSI_NAMESPACE, CSI_PROVISIONER, FUSE_DRIVER, LAB_DRIVER, attachment_name,
+                                 csi_fencing)
 
 NAMESPACE = "default"
 
@@ -68,9 +69,16 @@ def wait(what, predicate, timeout=60):
         raise labmod.LabError("scenario: %s" % exc)
 
 
-def base_objects(kube):
-    """StorageClass, CSIDriver, the secret a ceph-csi install has, and its controller plugin's Deployment: with no
-    replica (the lab's stand-ins do its work), it carries the flags readiness reads, as ceph-csi's does."""
+def set_csi_fencing(kube, on):
+    """Turn ceph-csi's fencing on detach on or off, as an administrator edits the controller plugin's flags."""
+    base_objects(kube, fencing=on)
+
+
+def base_objects(kube, fencing=None):
+    """StorageClass, CSIDriver, the secret and the ConfigMap of monitors a ceph-csi install has, and its controller
+    plugin's Deployment: with no replica (the lab's stand-ins do its work), it carries the flags readiness reads, as
+    ceph-csi's does. Fencing on detach is off, ceph-csi's default, unless `fencing` (None: as it is now)."""
+    fencing = csi_fencing(kube) if fencing is None else fencing
     if kube.find("namespaces", CSI_NAMESPACE) is None:
         kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CSI_NAMESPACE}})
     kube.apply("storageclasses", {
@@ -89,12 +97,13 @@ def base_objects(kube):
     labels = {"app": "csi-rbdplugin-provisioner"}
     kube.apply("deployments", {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "csi-rbdplugin-provisioner", "namespace": CSI_NAMESPACE},
+        "metadata": {"name": CSI_PROVISIONER, "namespace": CSI_NAMESPACE},
         "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
             "metadata": {"labels": labels},
             "spec": {"containers": [{"name": "csi-rbdplugin", "image": "quay.io/cephcsi/cephcsi:v3.15.1",
                                      "args": ["--nodeid=$(NODE_ID)", "--type=rbd", "--controllerserver=true",
-                                              "--drivername=" + LAB_DRIVER, "--enable-fencing=true"]}]}}}},
+                                              "--drivername=" + LAB_DRIVER,
+                                              "--enable-fencing=%s" % str(bool(fencing)).lower()]}]}}}},
         CSI_NAMESPACE)
 
 

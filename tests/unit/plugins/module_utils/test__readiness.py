@@ -166,17 +166,20 @@ def test_ceph_csi_with_fencing_on_passes():
     checks = ceph_csi_checks(DRIVER, CSIDRIVERS, CLASSES_SC, [controller('csi-rbdplugin-provisioner',
                                                                          ['--enable-fencing=true'])])
     assert set(verdicts(checks).values()) == {'pass'}, checks
+    assert checks[2]['fences'] == ['volfence.csi node_failover', 'ceph-csi on detach (out-of-service taint)']
+    assert checks[2]['unfences'] == ['volfence.csi node_recover', 'ceph-csi through CSI-Addons (GetFenceClients)']
     operator = [{'metadata': {'name': DRIVER}, 'spec': {'enableFencing': True}}]
     assert verdicts(ceph_csi_checks(DRIVER, CSIDRIVERS, CLASSES_SC, [], operator))['ceph-csi-fencing'] == 'pass'
 
 
-def test_ceph_csi_without_fencing_fails_and_each_missing_setting_is_named():
+def test_ceph_csi_without_fencing_warns_that_only_the_collection_fences_and_each_missing_setting_is_named():
     checks = ceph_csi_checks(DRIVER, [{'metadata': {'name': DRIVER}, 'spec': {'attachRequired': False}}],
                              [dict(CLASSES_SC[0], parameters={})],
                              [controller('csi-rbdplugin-provisioner', []),
                               controller('other', ['--enable-fencing'], driver='cephfs.csi.ceph.com')])
-    assert verdicts(checks) == {'csidriver': 'warn', 'controller-publish-secret': 'warn', 'ceph-csi-fencing': 'fail'}
+    assert verdicts(checks) == {'csidriver': 'warn', 'controller-publish-secret': 'warn', 'ceph-csi-fencing': 'warn'}
     assert 'rook-ceph/csi-rbdplugin-provisioner' in checks[2]['detail'] and '--enable-fencing=true' in checks[2]['fix']
+    assert checks[2]['fences'] == ['volfence.csi node_failover'] and checks[2]['unfences'] == ['volfence.csi node_recover']
     assert 'ceph-rbd' in checks[1]['detail']
     nothing = verdicts(ceph_csi_checks(DRIVER, [], [], []))
     assert nothing == {'csidriver': 'fail', 'controller-publish-secret': 'warn', 'ceph-csi-fencing': 'warn'}
