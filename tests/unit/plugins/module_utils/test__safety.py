@@ -17,9 +17,12 @@ import json
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+    CEPH_CSI_AUTO_FENCE_SECONDS,
     MARKER_ANNOTATION,
     STARTED_ANNOTATION,
     ClusterView,
+    driver_fences,
+    entry_owner,
     failover_marker,
     failover_markers,
     failover_started_mark,
@@ -1103,3 +1106,65 @@ def test_a_waiting_pod_also_held_by_another_down_node_is_not_safe_its_own_nodes_
     assert [(w['pod'], w['safe']) for w in plan['waiting']] == [('ns/web-1', True), ('ns/web-2', False)]
     assert plan['wait_claims'] == ['ns/data-web-1']
     assert 'node-c' in plan['waiting_unsafe'][0] and '10.0.0.13:0/6' in plan['waiting_unsafe'][0]
+
+
+# --------------------------------------------------------------------------- beside ceph-csi's own fencing
+
+def aged(entry, remaining):
+    return dict(entry, expires_in=remaining)
+
+
+ONE_HOUR = 3600
+FIVE_YEARS = 157784760  # ceph-csi's NetworkFence entries
+
+
+@pytest.mark.parametrize('entry, owner', [
+    (aged(range_entry('10.0.0.12/32'), CEPH_CSI_AUTO_FENCE_SECONDS - 60), 'ceph-csi'),       # just added on detach
+    (aged(address_entry('10.0.0.12:0/0'), CEPH_CSI_AUTO_FENCE_SECONDS - 86400), 'ceph-csi'),  # no ranges: the address
+    (aged(range_entry('10.0.0.12/32'), ONE_HOUR), 'unrecorded'),          # Ceph's default expiry: someone's by hand
+    (aged(range_entry('10.0.0.12/32'), FIVE_YEARS - 60), 'unrecorded'),  # a NetworkFence's
+    (aged(range_entry('10.0.0.0/24'), CEPH_CSI_AUTO_FENCE_SECONDS - 60), 'unrecorded'),  # wider than one host
+    (aged(address_entry('10.0.0.12:0/77'), CEPH_CSI_AUTO_FENCE_SECONDS - 60), 'unrecorded'),  # one client only
+    (range_entry('10.0.0.12/32'), 'unrecorded'),                          # no expiry known
+])
+def test_entry_owner_tells_ceph_csis_fence_on_detach_by_its_shape_and_time(entry, owner):
+    assert entry_owner(entry) == owner
+
+
+def test_entry_owner_believes_the_failover_record_first():
+    mine = address_entry('10.0.0.12:0/77')
+    assert entry_owner(mine, marked={(normalize_ip('10.0.0.12'), 0, 77)}) == 'failover'
+    theirs = aged(range_entry('10.0.0.12/32'), ONE_HOUR)
+    assert entry_owner(theirs, driver=['cidr:10.0.0.12:0/32']) == 'ceph-csi'
+
+
+def test_driver_fences_are_those_at_each_failed_nodes_own_addresses():
+    nodes, _leases = cluster()
+    auto = CEPH_CSI_AUTO_FENCE_SECONDS - 60
+    entries = [aged(range_entry('10.0.0.12/32'), auto), aged(address_entry('10.0.0.13:0/0'), auto),
+               aged(range_entry('10.0.0.11/32'), auto),        # node-a's: not a failed node
+               aged(range_entry('10.0.0.13/32'), ONE_HOUR),    # not ceph-csi's
+               address_entry('10.0.0.12:0/5')]
+    assert driver_fences(entries, RACK, nodes) == {'node-b': ['cidr:10.0.0.12:0/32'], 'node-c': ['10.0.0.13:0/0']}
+    assert driver_fences(entries, 'node-d', nodes) == {}
+
+
+def test_a_node_only_the_driver_fenced_is_recorded_with_its_boot_so_recovery_can_lift_it():
+    nodes, _leases = cluster()
+    markers = failover_markers(nodes, ['node-b'], {}, [], 'T', {'node-b': ['cidr:10.0.0.12:0/32']})
+    record = json.loads(markers['node-b'])
+    assert record['boot_id'] == 'boot-b' and record['blocklist'] == [] and record['driver_fences'] == ['cidr:10.0.0.12:0/32']
+    # node-b back on a new boot: the driver's entry is lifted, and said to be ceph-csi's; the failover's, the failover's
+    back = [node('node-b', ['10.0.0.12'], boot_id='boot-b2')]
+    entries = [aged(range_entry('10.0.0.12/32'), ONE_HOUR), address_entry('10.0.0.12:0/9')]
+    marker = dict(record, blocklist=['10.0.0.12:0/9'])
+    plan = recovery_plan('node-b', back, entries, [], marker, [lease('node-b', 1)], now=NOW)
+    assert plan['refused'] is None and plan['remove_cidrs'] == ['10.0.0.12/32']
+    assert plan['lifted'] == [dict(entry='cidr:10.0.0.12:0/32', node='node-b', added_by='ceph-csi'),
+                              dict(entry='10.0.0.12:0/9', node='node-b', added_by='failover')]
+    # still on the boot it was fenced on: nothing lifted (I3)
+    same = recovery_plan('node-b', [node('node-b', ['10.0.0.12'], boot_id='boot-b')], entries, [], marker,
+                         [lease('node-b', 1)], now=NOW)
+    assert same['refused'] and same['lifted'] == [] and same['remove_cidrs'] == []
+    # without any record, the driver's entry is not enough to prove a reboot
+    assert recovery_plan('node-b', back, entries, [], None, [lease('node-b', 1)], now=NOW)['lifted'] == []

@@ -427,6 +427,9 @@ def test_I2_recovery_never_lifts_what_covers_another_node(case):
     lifted = set(plan['remove_addresses']) | set(plan['remove_cidrs']) | set(plan['unfence'])
     kept = set(k.get('entry') or k.get('networkfence') for k in plan['kept'])
     assert not lifted & kept
+    # the report names who added exactly the entries removed, each once
+    assert len(plan['lifted']) == len(plan['remove_addresses']) + len(plan['remove_cidrs'])
+    assert all(item['added_by'] in ('failover', 'ceph-csi', 'unrecorded') for item in plan['lifted'])
 
 
 @PROPERTY
