@@ -13,12 +13,16 @@ stops, its Ceph client does not (seed 000). Figures, medians of BENCH_REAL_RUNS 
   would: its start -> replacement Running. Goal <= 15 s: a Deployment; a StatefulSet; a Deployment whose
   node an administrator tainted out-of-service first (Kubernetes removed the pod and attachment, the
   replacement waits on node-b's live client).
+  With ceph-csi's own fencing on (--enable-fencing on the lab's controller plugin: it fences node-b's
+  recorded address when it detaches a volume under the out-of-service taint), the same goal: a Deployment;
+  and a Deployment whose node an administrator tainted, node_failover started right after the taint.
 - Kubernetes alone, one run each, no goal: no tool (the pod is evicted at about 355 s, then stays
   Terminating; the replacement's volume stays attached to node-b); an administrator's out-of-service taint
-  alone (Kubernetes detaches, the replacement then waits on node-b's live client). Each is watched for a
-  bounded time (BENCH_REAL_NO_TOOL_SECONDS, default 420; BENCH_REAL_TAINT_SECONDS, default 120).
+  alone (Kubernetes detaches, the replacement then waits on node-b's live client), with ceph-csi's fencing
+  off and on. Each is watched for a bounded time (BENCH_REAL_NO_TOOL_SECONDS, default 420;
+  BENCH_REAL_TAINT_SECONDS, default 120).
 
-ceph-csi's own fencing on detach is not in the lab, so the rows with it are not measured here.
+BENCH_REAL_ROWS (row ids, comma-separated) measures only those rows (the report then misses the others).
 Writes .cache/bench/real_clocks.json (scripts/bench_report.py's shape).
 """
 
@@ -103,16 +107,19 @@ def kill_and_wait_lease(cfg, kube):
     return killed
 
 
-def by_hand(cfg, kube, kind, taint_first):
+def by_hand(cfg, kube, kind, taint_first, ceph_csi_fencing=False):
     reset(cfg, kube)
+    scenarios.set_csi_fencing(kube, ceph_csi_fencing)
     app = workload(cfg, kube, kind)
     try:
         killed = kill_and_wait_lease(cfg, kube)
         if taint_first:
             admin_taint(kube)
-            # Kubernetes removes the pod (taint eviction, pod GC) and detaches: the replacement then waits on node-b
-            scenarios.wait_stuck(kube, app, "is still being used", "the replacement to be stuck", 120,
-                                 away_from="node-b")
+            if not ceph_csi_fencing:
+                # Kubernetes removes the pod (taint eviction, pod GC) and detaches: the replacement then waits on
+                # node-b's live client (with ceph-csi's fencing, ceph-csi cuts it on detach: no wait for that)
+                scenarios.wait_stuck(kube, app, "is still being used", "the replacement to be stuck", 120,
+                                     away_from="node-b")
         workdir = tempfile.mkdtemp(prefix="bench-real-")
         start = time.time()
         proc = subprocess.Popen([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i",
@@ -128,6 +135,7 @@ def by_hand(cfg, kube, kind, taint_first):
         return dict(seconds=seconds, since_kill=round(start + seconds - killed, 2))
     finally:
         remove(kube, kind, app)
+        scenarios.set_csi_fencing(kube, False)
 
 
 def eda(cfg, kube, kind):
@@ -161,8 +169,9 @@ def eda(cfg, kube, kind):
         remove(kube, kind, app)
 
 
-def kubernetes_alone(cfg, kube, taint_first):
+def kubernetes_alone(cfg, kube, taint_first, ceph_csi_fencing=False):
     reset(cfg, kube)
+    scenarios.set_csi_fencing(kube, ceph_csi_fencing)
     app = workload(cfg, kube, "deployment")
     try:
         if taint_first:
@@ -178,6 +187,7 @@ def kubernetes_alone(cfg, kube, taint_first):
         return dict(seconds=seconds, limit=limit)
     finally:
         remove(kube, kind="deployment", app=app)
+        scenarios.set_csi_fencing(kube, False)
 
 
 def median_row(ident, work, runs, goal, unit="s"):
@@ -201,26 +211,45 @@ def main():
     clockmod.write(cfg.dir, "real")
     before = list(os.getloadavg())
     rows = []
+    only = [r for r in os.environ.get("BENCH_REAL_ROWS", "").split(",") if r]
+
+    def wanted(ident):
+        return not only or ident in only
     try:
         for kind in ("deployment", "statefulset"):
-            runs = [eda(cfg, kube, kind) for _ in range(RUNS)]
-            rows.append(median_row("real_clocks.eda_" + kind, "failover_on_node_loss (node_lost_after=%d), a %s: "
-                                   "kubelet stops -> replacement Running" % (NODE_LOST_AFTER, kind), runs, 60))
-        for ident, kind, taint_first, what in (
-                ("real_clocks.by_hand_deployment", "deployment", False, "a Deployment"),
-                ("real_clocks.by_hand_statefulset", "statefulset", False, "a StatefulSet"),
-                ("real_clocks.by_hand_after_admin_taint", "deployment", True,
-                 "a Deployment, after an administrator's out-of-service taint")):
-            runs = [by_hand(cfg, kube, kind, taint_first) for _ in range(RUNS)]
+            if wanted("real_clocks.eda_" + kind):
+                runs = [eda(cfg, kube, kind) for _ in range(RUNS)]
+                rows.append(median_row("real_clocks.eda_" + kind, "failover_on_node_loss (node_lost_after=%d), a %s: "
+                                       "kubelet stops -> replacement Running" % (NODE_LOST_AFTER, kind), runs, 60))
+        for ident, kind, taint_first, fencing, what in (
+                ("real_clocks.by_hand_deployment", "deployment", False, False, "a Deployment"),
+                ("real_clocks.by_hand_statefulset", "statefulset", False, False, "a StatefulSet"),
+                ("real_clocks.by_hand_after_admin_taint", "deployment", True, False,
+                 "a Deployment, after an administrator's out-of-service taint"),
+                ("real_clocks.by_hand_ceph_csi_fencing", "deployment", False, True,
+                 "a Deployment, ceph-csi fencing on detach"),
+                ("real_clocks.by_hand_after_admin_taint_ceph_csi_fencing", "deployment", True, True,
+                 "a Deployment, ceph-csi fencing on detach, started right after an administrator's out-of-service "
+                 "taint")):
+            if not wanted(ident):
+                continue
+            runs = [by_hand(cfg, kube, kind, taint_first, fencing) for _ in range(RUNS)]
             row = median_row(ident, "node_failover started at Lease age %d s, %s: its start -> replacement Running"
                              % (LEASE_GRACE, what), runs, 15)
             row["since_kubelet_stopped"] = [r["since_kill"] for r in runs]
             rows.append(row)
-        rows.append(baseline_row("real_clocks.kubernetes_alone", "Kubernetes alone (no tool): kubelet stops -> "
-                                 "replacement Running", kubernetes_alone(cfg, kube, taint_first=False)))
-        rows.append(baseline_row("real_clocks.admin_taint_alone", "an administrator's out-of-service taint at Lease "
-                                 "age %d s, no tool: kubelet stops -> replacement Running" % LEASE_GRACE,
-                                 kubernetes_alone(cfg, kube, taint_first=True)))
+        if wanted("real_clocks.kubernetes_alone"):
+            rows.append(baseline_row("real_clocks.kubernetes_alone", "Kubernetes alone (no tool): kubelet stops -> "
+                                     "replacement Running", kubernetes_alone(cfg, kube, taint_first=False)))
+        if wanted("real_clocks.admin_taint_alone"):
+            rows.append(baseline_row("real_clocks.admin_taint_alone", "an administrator's out-of-service taint at "
+                                     "Lease age %d s, no tool: kubelet stops -> replacement Running" % LEASE_GRACE,
+                                     kubernetes_alone(cfg, kube, taint_first=True)))
+        if wanted("real_clocks.admin_taint_alone_ceph_csi_fencing"):
+            rows.append(baseline_row("real_clocks.admin_taint_alone_ceph_csi_fencing", "an administrator's "
+                                     "out-of-service taint at Lease age %d s, ceph-csi fencing on detach, no tool: "
+                                     "kubelet stops -> replacement Running" % LEASE_GRACE,
+                                     kubernetes_alone(cfg, kube, taint_first=True, ceph_csi_fencing=True)))
     finally:
         clockmod.write(cfg.dir, before_mode)
         reset(cfg, kube)

@@ -65,8 +65,14 @@ REQUIRED = [
                           ("real_clocks.by_hand_statefulset", "node_failover by hand on real clocks, a StatefulSet"),
                           ("real_clocks.by_hand_after_admin_taint",
                            "node_failover by hand on real clocks after an administrator's taint"),
+                          ("real_clocks.by_hand_ceph_csi_fencing",
+                           "node_failover by hand on real clocks, ceph-csi fencing on detach"),
+                          ("real_clocks.by_hand_after_admin_taint_ceph_csi_fencing",
+                           "node_failover by hand on real clocks after an administrator's taint, ceph-csi fencing on"),
                           ("real_clocks.kubernetes_alone", "Kubernetes alone on real clocks (baseline)"),
-                          ("real_clocks.admin_taint_alone", "an administrator's taint alone on real clocks (baseline)")]),
+                          ("real_clocks.admin_taint_alone", "an administrator's taint alone on real clocks (baseline)"),
+                          ("real_clocks.admin_taint_alone_ceph_csi_fencing",
+                           "an administrator's taint alone, ceph-csi fencing on (baseline)")]),
 ]
 
 

@@ -34,6 +34,9 @@ description:
     a monitor's address is one patch away from cutting the monitor off. RV(monitors) says which ConfigMaps and
     monitors were checked. Monitors listed by host name cannot be checked (no DNS look-up is done), the module
     warns about each.
+  - Where the monitors cannot be read (no ConfigMap of O(monitor_configmaps) is found, one cannot be read or
+    parsed, or they list no monitor), such a call is refused as well unless O(force=true): nothing could tell
+    whether the CIDRs hold a monitor. An empty O(monitor_configmaps) turns the check off knowingly.
   - Bad input (a CIDR that is not a CIDR or has host bits set, a number out of range) fails with a message naming
     the value before anything is read or written.
   - Changing an immutable field of an existing fence (C(driver), C(networkFenceClassName), C(secret),
@@ -235,8 +238,9 @@ options:
         (Rook's C(rook-ceph-csi-config)) key holds a JSON list of C({clusterID, monitors}); monitors may be
         written C(ip:port), C([ipv6]:port), C([v2:ip:3300/0,v1:ip:6789/0]) or as host names (those cannot be
         checked, the module warns).
-      - A ConfigMap that does not exist is not an error (a cluster without ceph-csi); one that cannot be read
-        (RBAC) gives a warning and its monitors go unchecked. An empty list turns the check off.
+      - A call that writes CIDRs is refused unless O(force=true) when none of these ConfigMaps exists, one
+        cannot be read (RBAC) or parsed, or they list no monitor (RV(monitors.unread) says why). An empty list
+        turns the check off (a cluster whose driver is not ceph-csi).
       - Read only when the call would create a fence, give one new CIDRs or set one C(Fenced).
     type: list
     elements: str
@@ -463,6 +467,10 @@ monitors:
           listed) and C(addresses) (its IPs, IPv4-mapped IPv6 as IPv4).
       type: list
       elements: dict
+    unread:
+      description: Why the monitors could not be checked (no ConfigMap found, one unreadable or unparsable, no
+        monitor listed), or null when they were.
+      type: str
     unchecked:
       description: Monitors listed by host name, which could not be checked (a warning names them too).
       type: list

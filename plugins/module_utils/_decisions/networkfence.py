@@ -784,3 +784,19 @@ def unchecked_monitors(monitors):
             if label not in out:
                 out.append(label)
     return out
+
+
+def unread_monitors(sources, configmaps, problems, monitors):
+    """Why the Ceph monitors could not be checked, or None when they were: no ConfigMap of `sources` found
+    (a cluster whose ceph-csi keeps them elsewhere, or none at all), one that could not be read or parsed
+    (`problems`), or ConfigMaps that list no monitor. A fence over a monitor nobody could check may cut
+    every client there off the cluster: the module refuses it unless force (or an empty source list)."""
+    if problems:
+        return '; '.join(problems)
+    if not configmaps:
+        return ('no ceph-csi ConfigMap of Ceph monitors was found (looked for %s)' % ', '.join(sources))
+    if not monitors:
+        return 'the ceph-csi ConfigMap(s) %s list no Ceph monitor' % ', '.join(
+            '%s/%s' % ((c.get('metadata') or {}).get('namespace'), (c.get('metadata') or {}).get('name'))
+            for c in configmaps)
+    return None

@@ -58,6 +58,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfen
     plan_fence,
     same_cidrs,
     unchecked_monitors,
+    unread_monitors,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import (
     MANAGED_BY,
@@ -80,7 +81,8 @@ class NetworkFences(object):
         self.api = api
         self.monitor_configmaps = list(monitor_configmaps or [])
         # What the Ceph monitor check read and checked (issue 17): returned as `monitors`.
-        self.monitors = dict(configmaps=[], checked=[], unchecked=[], sources=list(self.monitor_configmaps))
+        self.monitors = dict(configmaps=[], checked=[], unchecked=[], unread=None, sources=list(self.monitor_configmaps))
+        self.monitor_read_problems = []
         self.workers = workers
         self.sleep = sleep
         self.clock = clock
@@ -195,8 +197,8 @@ class NetworkFences(object):
             except K8sApiError as exc:
                 if exc.status == 404:
                     continue
-                self.warnings.append('Could not read the ceph-csi ConfigMap(s) %s to check the Ceph monitors: %s; '
-                                     'its monitors were NOT checked' % (source, exc.msg))
+                self.monitor_read_problems.append('could not read the ceph-csi ConfigMap(s) %s: %s'
+                                                  % (source, exc.msg))
                 continue
             for obj in items:
                 meta = obj.get('metadata') or {}
@@ -213,9 +215,12 @@ class NetworkFences(object):
         fencing = [p for p in plans if p.monitor_checked]
         if not fencing or not self.monitor_configmaps:
             return []
+        self.monitor_read_problems = []
         configmaps = self.read_monitor_configmaps()
-        monitors, warnings = csi_monitors(configmaps)
-        self.warnings.extend(warnings)
+        monitors, problems = csi_monitors(configmaps)
+        self.monitor_read_problems.extend(problems)
+        self.monitors['unread'] = unread_monitors(self.monitor_configmaps, configmaps, self.monitor_read_problems,
+                                                  monitors)
         self.monitors['configmaps'] = ['%s/%s' % ((c.get('metadata') or {}).get('namespace'),
                                                   (c.get('metadata') or {}).get('name')) for c in configmaps]
         self.monitors['checked'] = [m for m in monitors if m['addresses']]
@@ -224,7 +229,11 @@ class NetworkFences(object):
             self.warnings.append('Ceph monitor(s) listed by host name cannot be checked against the fence CIDRs (no '
                                  'DNS look-up is done): %s; make sure the CIDRs do not hold them'
                                  % ', '.join(self.monitors['unchecked']))
-        return monitor_refusals(fencing, monitors)
+        refusals = monitor_refusals(fencing, monitors)
+        if self.monitors['unread']:
+            refusals.append('the Ceph monitors could not be checked against %s: %s'
+                            % (', '.join(p.name for p in fencing), self.monitors['unread']))
+        return refusals
 
     def report(self, fence):
         return fence_report(fence, self.classes, self.index)
@@ -264,7 +273,9 @@ class NetworkFences(object):
         mon_refusals = self.check_monitors(plans)
         if mon_refusals and not force:
             problems.append('; '.join(mon_refusals) + '. Fencing a monitor\'s address cuts the clients there off '
-                            'the cluster; check the CIDRs, or set force=true if that is really intended')
+                            'the cluster; check the CIDRs (monitor_configmaps names where ceph-csi lists the '
+                            'monitors), or set force=true if that is really intended (monitor_configmaps=[] turns '
+                            'the check off)')
         elif mon_refusals:
             self.warnings.extend(r + ' (force=true)' for r in mon_refusals)
         if problems:

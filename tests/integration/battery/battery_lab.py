@@ -6,7 +6,7 @@ tests/integration and pytest would hand a test the wrong one.
 BatteryLab builds, once, a lab state that gives destructive invocations something to destroy:
   - stale-rbd-lock: an in-tree RBD image carrying kubelet_lock_magic_node-b, held from node-b
   - stale-rbd-watcher: node-b dead with its RBD watcher alive, the replacement pod stuck on another node
-  - ceph-csi's ceph-csi-config ConfigMap listing the lab's monitor under clusterID "lab"
+  - (the lab's ceph-csi install has its ceph-csi-config ConfigMap listing the lab's monitor under clusterID "lab")
   - an Unfenced NetworkFence of node-c (volfence-node-c)
   - two blocklist entries that are no node's: an address and a range
 and takes snapshots of everything the collection can write: the Ceph blocklist, the lock list and
@@ -27,7 +27,6 @@ from labtools import build_release_mirror, clear_foreign_attachments, lab_kube, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CSI_NAMESPACE = "ceph-csi"
-CSI_CONFIGMAP = "ceph-csi-config"
 DECOY_FENCE = "volfence-node-c"
 
 # Every kind the collection reads or writes: (API path, namespaced).
@@ -120,8 +119,6 @@ class BatteryLab(object):
             lab.lab("revive-node", node)
         self.stale_rbd_lock = json.loads(lab.lab("scenario", "stale-rbd-lock"))
         self.stale_rbd_watcher = json.loads(lab.lab("scenario", "stale-rbd-watcher"))
-        monitor = lab.env.get("CEPH_MON_HOST") or lab_subnet(lab) + ".1"
-        self._apply_configmap(monitor)
         self._apply_decoy_fence()
         subnet = lab_subnet(lab)
         lab.ceph("osd", "blocklist", "add", "%s.200:0/4242" % subnet, "7200")
@@ -134,11 +131,6 @@ class BatteryLab(object):
             if state and state.get("deployment"):
                 kube.delete("deployments", state["deployment"], "default")
         clear_foreign_attachments(kube)
-        try:
-            kube.request("DELETE", "/api/v1/namespaces/%s/configmaps/%s" % (CSI_NAMESPACE, CSI_CONFIGMAP))
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
         for fence in kube.list("networkfences"):
             kube.delete("networkfences", fence["metadata"]["name"])
         for node in self.lab.nodes:
@@ -152,18 +144,6 @@ class BatteryLab(object):
         self.rebuilds += 1
         self.teardown()
         self.build()
-
-    def _apply_configmap(self, monitor):
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": CSI_CONFIGMAP, "namespace": CSI_NAMESPACE},
-                "data": {"config.json": json.dumps([{"clusterID": "lab", "monitors": ["%s:6789" % monitor]}])}}
-        path = "/api/v1/namespaces/%s/configmaps" % CSI_NAMESPACE
-        try:
-            self.kube.request("POST", path, body)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-            self.kube.request("PATCH", path + "/" + CSI_CONFIGMAP, body, content_type="application/merge-patch+json")
 
     def _apply_decoy_fence(self):
         ip = self.lab.nodes["node-c"]

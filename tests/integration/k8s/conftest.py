@@ -6,6 +6,7 @@ instead, and the emulator-only tests (fault injection, request log, version swit
 skipped with a reason. See README.md.
 """
 
+import json
 import os
 
 import pytest
@@ -64,6 +65,27 @@ def crds(kube, target):
     yield [c["metadata"]["name"] for c in wanted]
     for name in created:
         kube.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
+
+
+# The Ceph monitor listed in the ceph-csi ConfigMap the tests make: outside every CIDR they fence.
+TEST_MONITOR = "192.0.2.254:6789"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ceph_csi_monitors(kube):
+    """ceph-csi's ConfigMap of Ceph monitors, as a ceph-csi install has it: networkfence refuses to write CIDRs
+    where it cannot read the monitors. On a cluster that has one (ceph-csi's or Rook's), that one is used; else
+    default/ceph-csi-config listing TEST_MONITOR is made, and removed afterwards."""
+    existing = [o for name in ("ceph-csi-config", "rook-ceph-csi-config")
+                for o in kube.client.list("/api/v1/configmaps", field_selector="metadata.name=" + name)]
+    path = "/api/v1/namespaces/default/configmaps/ceph-csi-config"
+    if not existing:
+        kube.create("/api/v1/namespaces/default/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ceph-csi-config", "namespace": "default"},
+            "data": {"config.json": json.dumps([{"clusterID": "volfence-tests", "monitors": [TEST_MONITOR]}])}})
+    yield
+    if not existing:
+        kube.delete(path)
 
 
 @pytest.fixture

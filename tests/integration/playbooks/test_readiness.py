@@ -22,7 +22,7 @@ def fencing_ready(clean_lab, kube, lab_inventory):
     StorageClass with the controller-publish secret, the controller plugin with fencing on: the lab's scenarios
     make them), a NetworkFenceClass for the lab's driver and the node_fences role's fences (the module call the
     role makes), the last two removed afterwards."""
-    base_objects(kube)
+    base_objects(kube, fencing=True)
     if kube.find("networkfenceclasses", "vft-readiness") is None:  # left by an interrupted run
         kube.create("networkfenceclasses", {"apiVersion": "csiaddons.openshift.io/v1alpha1",
                                             "kind": "NetworkFenceClass", "metadata": {"name": "vft-readiness"},
@@ -40,6 +40,7 @@ def fencing_ready(clean_lab, kube, lab_inventory):
                           {"node_fences": dict(fences, state="absent"), "network_fence_class": "vft-readiness",
                            "kubeconfig": kubeconfig})
         kube.delete("networkfenceclasses", "vft-readiness")
+        base_objects(kube, fencing=False)  # the lab's default, ceph-csi's own
     assert not gone.get("failed"), gone
 
 
@@ -61,6 +62,8 @@ def test_a_lab_ready_for_fencing_passes_every_check(fencing_ready, lab_inventory
                            "node-fences", "ceph-connection", "ceph-versions", "ceph-range-fence",
                            "ceph-fence-permission"}
     assert "fencing readiness: PASS, 16 pass, 0 warn, 0 fail" in run.stdout
+    assert checks["ceph-csi-fencing"]["fences"] == ["volfence.csi node_failover",
+                                                    "ceph-csi on detach (out-of-service taint)"]
     assert PROBE not in blocklist_entries(fencing_ready)  # the probe entry is gone again
 
 

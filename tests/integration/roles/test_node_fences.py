@@ -23,6 +23,10 @@ def cluster(tmp_path):
     c = Cluster(tmp_path, fences=True)
     c.load_lab_crds()
     c.create(NF_API + "/networkfenceclasses", CLASS)
+    # ceph-csi's ConfigMap of monitors, as its install has it (networkfence refuses where it cannot read them);
+    # the monitor is outside every CIDR these tests fence
+    c.store([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ceph-csi-config", "namespace": "ceph-csi"},
+              "data": {"config.json": '[{"clusterID": "c1", "monitors": ["192.0.2.254:6789"]}]'}}])
     yield c
     c.close()
 

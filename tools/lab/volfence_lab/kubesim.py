@@ -45,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LAB_DRIVER = "rbd.csi.ceph.com"
 # A FUSE-backed (s3fs-like) CSI driver for dead-fuse-mount: the lab mounts its volumes with bindfs.
 FUSE_DRIVER = "ch.ctrox.csi.s3-driver"
-CSI_NAMESPACE = "ceph-csi"
+CSI_NAMESPACE = labmod.CSI_NAMESPACE
 # Where ceph-csi's node plugin records the node that staged an image, value the node's IP
 # (ceph-csi PRs #5429/#5828: ".rbd.csi.ceph.com/clientaddress/<volume id>/<node id>").
 CLIENT_ADDRESS_KEY = ".rbd.csi.ceph.com/clientaddress/%s/%s"

@@ -636,12 +636,28 @@ def kube_up(cfg, kube_version=None):
     wait_for(lambda: _answers(kube), 20, "the Kubernetes API emulator on port %d" % cfg.kube_port)
     for crd in load_crds():
         kube.apply("customresourcedefinitions", crd)
+    install_ceph_csi_config(cfg, kube)
     spawn(cfg, "controlplane", [cfg.tool("python3"), "-m", "volfence_lab.kubesim", "controlplane",
                                 "--kubeconfig", kubeconfig_path(cfg)])
     for node in cfg.nodes:
         start_agent(cfg, node)
     wait_for(lambda: len([n for n in kube.list("nodes") if _ready(n)]) == len(cfg.nodes), 20,
              "every node to be Ready")
+
+
+# ceph-csi's namespace on the lab, and the ConfigMap of its install that lists each clusterID's monitors
+# (ceph-csi deploy/csi-config-map.yaml: key config.json, a JSON list of {clusterID, monitors}).
+CSI_NAMESPACE = "ceph-csi"
+CSI_CONFIGMAP = "ceph-csi-config"
+
+
+def install_ceph_csi_config(cfg, kube):
+    if kube.find("namespaces", CSI_NAMESPACE) is None:
+        kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CSI_NAMESPACE}})
+    kube.apply("configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CSI_CONFIGMAP, "namespace": CSI_NAMESPACE},
+        "data": {"config.json": json.dumps([{"clusterID": "lab", "monitors": ["%s:6789" % cfg.host_ip]}])}},
+        CSI_NAMESPACE)
 
 
 def _answers(kube):

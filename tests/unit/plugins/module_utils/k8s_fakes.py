@@ -287,8 +287,19 @@ def networkfence_params(**kwargs):
     return base
 
 
-def networkfence_cluster(controller=None, served=None, connected=True):
+# The Ceph monitor ceph-csi's ConfigMap lists in networkfence_cluster(): outside every CIDR the tests fence.
+NETWORKFENCE_MONITOR = '10.0.9.1:6789'
+
+
+def networkfence_cluster(controller=None, served=None, connected=True, monitors=(NETWORKFENCE_MONITOR,)):
+    """A cluster for NetworkFences: three nodes (node-b not Ready), their CSIAddonsNodes, a NetworkFenceClass, and
+    ceph-csi's ConfigMap listing `monitors` (None: no ConfigMap, so the monitors cannot be checked)."""
     fake = FakeKube(served=served)
+    if monitors is not None:
+        if 'configmaps' not in fake.served['v1']:
+            fake.served['v1'].append('configmaps')
+        fake.add('configmaps', dict(metadata=dict(name='ceph-csi-config', namespace='ceph-csi'), data={
+            'config.json': json.dumps([dict(clusterID='lab', monitors=list(monitors))])}))
     for name, ip, ready in (('node-a', '10.0.3.11', 'True'), ('node-b', '10.0.3.12', 'Unknown'),
                             ('node-c', '10.0.3.13', 'True')):
         fake.add('nodes', dict(metadata=dict(name=name), status=dict(

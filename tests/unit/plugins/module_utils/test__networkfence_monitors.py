@@ -18,9 +18,14 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfen
     parse_monitor,
 )
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
-    networkfence_cluster as cluster,
+    networkfence_cluster,
     networkfence_params as params,
 )
+
+
+def cluster(**kw):
+    """A cluster whose ceph-csi ConfigMap each test writes itself (with_monitors)."""
+    return networkfence_cluster(monitors=None, **kw)
 
 
 @pytest.mark.parametrize('text, ips, hosts', [
@@ -146,9 +151,43 @@ def test_a_namespaced_source_is_read_with_one_get_and_a_forbidden_list_warns():
     with_monitors(fake2, ['10.0.3.12'])
     fake2.faults.append(dict(method='GET', path='/api/v1/configmaps', status=403, reason='Forbidden',
                              message='configmaps is forbidden', count=5))
-    nf2.plan(fence(['10.0.3.12/32']))
-    assert any('Could not read the ceph-csi ConfigMap(s) ceph-csi-config' in w and 'NOT checked' in w
+    with pytest.raises(K8sRefused) as info:
+        nf2.plan(fence(['10.0.3.12/32']))
+    assert 'the Ceph monitors could not be checked against nf-b: could not read the ceph-csi ConfigMap(s) ' \
+           'ceph-csi-config' in info.value.msg and 'Nothing was changed' in info.value.msg
+    assert nf2.plan(fence(['10.0.3.12/32']), force=True)
+    assert any('could not read the ceph-csi ConfigMap(s) ceph-csi-config' in w and '(force=true)' in w
                for w in nf2.warnings)
+
+
+@pytest.mark.parametrize('setup, why', [
+    (lambda fake: None, 'no ceph-csi ConfigMap of Ceph monitors was found (looked for ceph-csi-config, '
+                        'rook-ceph-csi-config)'),
+    (lambda fake: with_monitors(fake, []), 'the ceph-csi ConfigMap(s) ceph-csi/ceph-csi-config list no Ceph monitor'),
+    (lambda fake: fake.add('configmaps', configmap('ceph-csi-config', 'ceph-csi', 'config.json', '[{"clus')),
+     'ConfigMap ceph-csi/ceph-csi-config key config.json is not valid JSON'),
+])
+def test_monitors_that_cannot_be_read_refuse_the_fence_unless_force(setup, why):
+    """The lab's ceph-csi once had no ConfigMap: a NetworkFence over its monitor was set Fenced with only a
+    warning. Where nothing can tell whether the CIDRs hold a monitor, the call is refused, writing nothing."""
+    def built():
+        fake, nf = cluster()
+        if 'configmaps' not in fake.served['v1']:
+            fake.served['v1'].append('configmaps')
+        setup(fake)
+        return fake, nf
+    fake, nf = built()
+    before = len(fake.writes())
+    with pytest.raises(K8sRefused) as info:
+        nf.plan(fence(['10.0.3.12/32']))
+    assert why in info.value.msg and 'Nothing was changed' in info.value.msg, info.value.msg
+    assert len(fake.writes()) == before and why in nf.monitors['unread']
+    _fake, forced = built()
+    assert forced.plan(fence(['10.0.3.12/32']), force=True)[0].action == 'create'
+    assert any(why in w and '(force=true)' in w for w in forced.warnings)
+    _fake, off = built()
+    off.monitor_configmaps = []
+    assert off.plan(fence(['10.0.3.12/32']))[0].action == 'create' and off.monitors['unread'] is None
 
 
 def unfenced(cidrs):
