@@ -23,7 +23,7 @@ description:
     share one (invariant I1 never fences a shared address).
   - C(csidriver), C(controller-publish-secret), C(ceph-csi-fencing) - the driver's CSIDriver requires attachment, its
     StorageClasses name the controller-publish secret, and who fences and unfences on this cluster (C(fences) and
-    C(unfences) of the check): with fencing on in its controller plugin (C(--enable-fencing) on the cephcsi
+    C(unfences) of the check) - with fencing on in its controller plugin (C(--enable-fencing) on the cephcsi
     container of a Deployment with C(--controllerserver=true) and C(--drivername=<driver>), or ceph-csi-operator's
     C(Driver.spec.enableFencing)) ceph-csi also fences on detach under the out-of-service taint, and node_recover
     lifts its entries with the failover's; with it off, only node_failover fences (V(warn)).

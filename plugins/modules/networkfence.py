@@ -35,7 +35,7 @@ description:
     monitors were checked. Monitors listed by host name cannot be checked (no DNS look-up is done), the module
     warns about each.
   - Where the monitors cannot be read (no ConfigMap of O(monitor_configmaps) is found, one cannot be read or
-    parsed, or they list no monitor), such a call is refused as well unless O(force=true): nothing could tell
+    parsed, or they list no monitor), such a call is refused as well unless O(force=true), as nothing could tell
     whether the CIDRs hold a monitor. An empty O(monitor_configmaps) turns the check off knowingly.
   - Bad input (a CIDR that is not a CIDR or has host bits set, a number out of range) fails with a message naming
     the value before anything is read or written.
