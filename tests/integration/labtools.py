@@ -162,8 +162,8 @@ def ceph_args(lab, backend, **extra):
     return args
 
 
-def blocklist_entries(lab):
-    """The blocklist as `ceph osd blocklist ls` prints it: addresses, and ranges as cidr:..., sorted."""
+def blocklist_until(lab):
+    """{entry: until} of the blocklist, entries as `ceph osd blocklist ls` prints them (ranges as cidr:...)."""
     out = lab.ceph("osd", "blocklist", "ls", "--format", "json").strip()
     docs, index, decoder = [], 0, json.JSONDecoder()
     while index < len(out):
@@ -173,7 +173,14 @@ def blocklist_entries(lab):
             index += 1
     if len(docs) == 1 and isinstance(docs[0], dict):  # one object (ceph/ceph#65681)
         docs = [docs[0].get("blocklist", []), docs[0].get("range_blocklist", [])]
-    return sorted([e["addr"] for e in docs[0]] + ["cidr:" + e["range"] for e in (docs[1] if len(docs) > 1 else [])])
+    entries = dict((e["addr"], e.get("until")) for e in docs[0])
+    entries.update(("cidr:" + e["range"], e.get("until")) for e in (docs[1] if len(docs) > 1 else []))
+    return entries
+
+
+def blocklist_entries(lab):
+    """The blocklist as `ceph osd blocklist ls` prints it: addresses, and ranges as cidr:..., sorted."""
+    return sorted(blocklist_until(lab))
 
 
 def run_refused(lab, inventory, backend, module, args, sentinel):
