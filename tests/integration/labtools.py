@@ -219,6 +219,12 @@ def assert_fuse_pod_replaced(kube, state):
     return running[0]
 
 
+def running_elsewhere(kube, app, failed="node-b"):
+    """The Running pods of `app` (label app=<app>, namespace default) on another node than `failed`, not being deleted."""
+    return [p for p in kube.list("pods", "default", label_selector="app=" + app) if p["status"].get("phase") == "Running"
+            and p["spec"].get("nodeName") != failed and not p["metadata"].get("deletionTimestamp")]
+
+
 def clear_foreign_attachments(kube, lab_driver="rbd.csi.ceph.com"):
     """Remove VolumeAttachments of drivers that have no attacher in the lab (stale-volumeattachment's csi-unity):
     nothing would ever drop their finalizer, and a later failover of that node would wait on them."""

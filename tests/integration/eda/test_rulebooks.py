@@ -2,6 +2,7 @@
 a lost node is failed over with no human step; a node back before node_lost_after is not; the failover
 budget holds with two nodes lost at once; the diagnose rulebook tells each stuck-pod incident."""
 
+import json
 import os
 import subprocess
 import time
@@ -12,7 +13,7 @@ import yaml
 from volfence_lab import lab as labmod
 from volfence_lab import scenarios
 
-from labtools import REPO, ansible_env, undo_failover, wait_until
+from labtools import REPO, ansible_env, declare_shut_down, running_elsewhere, undo_failover, wait_until
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -81,13 +82,18 @@ def test_a_lost_node_is_failed_over_with_no_human_step(revived, lab_inventory, t
     scenarios.deployment(kube, app, claim, "node-b")
     try:
         assert wait_until(lambda: scenarios.running_on(kube, app, "node-b"), 90)
+        [old] = scenarios.running_on(kube, app, "node-b")
         variables = {"kubeconfig": lab.env["KUBECONFIG"], "node_lost_after": 3, "max_failovers": 1,
                      "failover_window": 600, "report_dir": str(tmp_path)}
         with Rulebook("failover_on_node_loss", lab_inventory, variables, tmp_path) as rulebook:
             killed = time.time()
             labmod.kill_node(cfg, "node-b")
+            assert wait_until(lambda: not ready(kube, "node-b"), 15)
+            # Kubernetes does nothing (clocks `never`): node-b's pod is not evicted, and nothing replaces it
+            left = kube.get("pods", old["metadata"]["name"], "default")
+            assert left["spec"]["nodeName"] == "node-b" and not left["metadata"].get("deletionTimestamp")
             # the lab's grace (Ready=Unknown 4 s after the last Lease renewal) + node_lost_after 3 s + 20 s
-            assert wait_until(lambda: any(scenarios.running_on(kube, app, n) for n in ("node-a", "node-c")), 27), (
+            assert wait_until(lambda: running_elsewhere(kube, app), 27), (
                 [(p["metadata"]["name"], p["spec"].get("nodeName"), p["status"].get("phase"),
                   p["metadata"].get("deletionTimestamp")) for p in scenarios.pods_of(kube, app)],
                 [(e.get("reason"), e.get("message")) for e in kube.list("events", "default")
@@ -96,10 +102,22 @@ def test_a_lost_node_is_failed_over_with_no_human_step(revived, lab_inventory, t
             assert wait_until(lambda: rulebook.reports("volfence-node-failover-node-b"), 60), rulebook.output()[-4000:]
         output = rulebook.output()
         assert "incident node-lost:node-b:" in output
-        assert len(rulebook.reports("volfence-node-failover-")) == 1
+        [name] = rulebook.reports("volfence-node-failover-")
+        with open(os.path.join(str(tmp_path), name)) as handle:
+            report = json.load(handle)
+        # the failover, not Kubernetes, released node-b's pod; its replacement runs away from node-b
+        [new] = running_elsewhere(kube, app)
+        assert report["pods_force_deleted"] == [old["metadata"]["name"]] and report["failed_steps"] == []
+        assert kube.find("pods", old["metadata"]["name"], "default") is None
+        assert report["replacements_running"] == [{"claim": "default/" + claim, "node": new["spec"]["nodeName"],
+                                                   "pod": "default/" + new["metadata"]["name"]}]
         print("replacement Running %.1f s after node-b's kubelet was stopped" % (running - killed))
     finally:
         kube.delete("deployments", app, "default")
+
+
+def ready(kube, node):
+    return [c for c in kube.get("nodes", node)["status"]["conditions"] if c["type"] == "Ready"][0]["status"] == "True"
 
 
 def test_a_node_back_in_time_is_left_and_the_budget_holds_with_two_lost(revived, kube, lab_inventory, tmp_path, lab):
@@ -128,6 +146,11 @@ def test_the_diagnose_rulebook_tells_each_stuck_pod_incident(incident, kube, lab
     with Rulebook("diagnose_on_incident", lab_inventory, variables, tmp_path) as rulebook:
         for name in ("stale-rbd-watcher", "stale-volumeattachment", "stale-rbd-lock", "dead-fuse-mount"):
             state = incident(name)
+            if name == "stale-rbd-watcher":
+                # Kubernetes never evicts node-b's pod here (clocks `never`): an administrator declares node-b
+                # shut down, Kubernetes removes its pod and attachment at once, and the replacement is stuck
+                assert state["stuck_pod"] is None
+                declare_shut_down(kube, "node-b")
             line = "volfence.csi incident %s on" % name
             assert wait_until(lambda: line in rulebook.output(), 90), (name, rulebook.output()[-4000:])
             told[name] = state

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import REPO, run_playbook
+from labtools import REPO, run_playbook, running_elsewhere
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -25,15 +25,29 @@ def blocklist(lab):
     return lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
 
 
-def stuck_phase(kube, state):
-    pod = kube.find("pods", state["stuck_pod"], "default")
-    return pod and pod["status"].get("phase")
+def assert_left_by_kubernetes(kube, state):
+    """Kubernetes did nothing (clocks `never`): node-b's pod is still there, not evicted, and no replacement exists."""
+    assert state["stuck_pod"] is None
+    old = kube.get("pods", state["old_pod"], "default")
+    assert old["spec"]["nodeName"] == "node-b" and not old["metadata"].get("deletionTimestamp")
+    pods = kube.list("pods", "default", label_selector="app=" + state["deployment"])
+    assert [p["metadata"]["name"] for p in pods] == [state["old_pod"]]
+
+
+def replacement(kube, state, report):
+    """The Deployment's one replacement pod, Running away from node-b, as the report names it."""
+    [new] = running_elsewhere(kube, state["deployment"])
+    assert new["metadata"]["name"] != state["old_pod"]
+    assert report["replacements_running"] == [{"claim": "default/" + state["pvc"], "node": new["spec"]["nodeName"],
+                                               "pod": "default/" + new["metadata"]["name"]}]
+    return new
 
 
 def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, lab_inventory, tmp_path):
     lab, state, kube = stale_rbd_watcher
     extra = {"failed_node": "node-b", "lease_grace_seconds": 3, "report_path": str(tmp_path / "r.json"),
              "wait_timeout": 60}
+    assert_left_by_kubernetes(kube, state)
     before = blocklist(lab)
     check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]
@@ -41,8 +55,8 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
     assert report["check_mode"] is True and report["fence_plan"]["fence"] == state["watchers"]
     assert blocklist(lab) == before
     assert lab.watchers(state["image"]) != []
-    assert kube.find("pods", state["old_pod"], "default") is not None
-    assert stuck_phase(kube, state) == "Pending"
+    assert_left_by_kubernetes(kube, state)  # the pod neither deleted nor replaced, node-b not tainted
+    assert "node.kubernetes.io/out-of-service" not in [t["key"] for t in kube.get("nodes", "node-b")["spec"].get("taints") or []]
 
     run = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert run.rc == 0, run.stdout[-3000:]
@@ -52,9 +66,10 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
     assert [a["entry"] for a in report["blocklist_actions"]] == state["watchers"]
     assert state["watchers"][0] in blocklist(lab)
     assert report["pods_force_deleted"] == [state["old_pod"]]
+    assert report["out_of_service_taint_added"] == ["node-b"] and report["failed_steps"] == []
     assert kube.find("pods", state["old_pod"], "default") is None
-    assert stuck_phase(kube, state) == "Running"
-    assert [w["address"].split(":")[0] for w in lab.watchers(state["image"])] == [lab.nodes[state["stuck_node"]]]
+    new = replacement(kube, state, report)
+    assert [w["address"].split(":")[0] for w in lab.watchers(state["image"])] == [lab.nodes[new["spec"]["nodeName"]]]
 
     again = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert again.rc == 0, again.stdout[-3000:]
@@ -82,6 +97,7 @@ def test_refuses_a_ready_node_and_changes_nothing(clean_lab, lab_inventory, tmp_
 
 def test_failover_with_a_networkfence(stale_rbd_watcher, lab_inventory, tmp_path):
     lab, state, kube = stale_rbd_watcher
+    assert_left_by_kubernetes(kube, state)
     run = run_playbook(lab_inventory, PLAYBOOK, {
         "failed_node": "node-b", "fence_method": "networkfence", "lease_grace_seconds": 3, "wait_timeout": 60,
         "networkfence_secret": {"name": "csi-rbd-secret", "namespace": "ceph-csi"}, "networkfence_cluster_id": "lab",
@@ -92,7 +108,8 @@ def test_failover_with_a_networkfence(stale_rbd_watcher, lab_inventory, tmp_path
     fence = kube.get("networkfences", "volfence-node-b")
     assert fence["spec"]["cidrs"] == [lab.nodes["node-b"] + "/32"] and fence["status"]["result"] == "Succeeded"
     assert lab.nodes["node-b"] + ":0/0" in blocklist(lab)  # the CSI-Addons stand-in blocklisted the CIDR
-    assert stuck_phase(kube, state) == "Running"
+    assert report["pods_force_deleted"] == [state["old_pod"]]
+    replacement(kube, state, report)
 
 
 def test_I6_rbd_released_and_another_drivers_volume_left_attached(clean_lab, kube, incident, lab_inventory, tmp_path):
@@ -101,6 +118,7 @@ def test_I6_rbd_released_and_another_drivers_volume_left_attached(clean_lab, kub
     volume's attachment stays, and the report says why."""
     unity = incident("stale-volumeattachment")  # a csi-unity VolumeAttachment on node-b
     state = incident("stale-rbd-watcher")  # then node-b dies with its RBD client alive
+    assert_left_by_kubernetes(kube, state)
     run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3, "wait_timeout": 60,
                                                  "report_path": str(tmp_path / "r.json")})
     assert run.rc == 0, run.stdout[-3000:]
@@ -112,14 +130,19 @@ def test_I6_rbd_released_and_another_drivers_volume_left_attached(clean_lab, kub
     assert kube.find("volumeattachments", unity["volumeattachment"]) is not None
     rbd = [v for v in report["volumes"] if v["image"]]
     assert len(rbd) == 1 and rbd[0]["safe"] is True and rbd[0]["how"].startswith("fenced (blocklist)")
-    assert stuck_phase(kube, state) == "Running"
+    assert report["pods_force_deleted"] == [state["old_pod"]]
+    # not every volume of node-b made safe: no out-of-service taint (Kubernetes would detach the csi-unity volume)
+    assert report["out_of_service"]["taint"] is False and report["out_of_service_taint_added"] == []
+    replacement(kube, state, report)
 
 
 def test_I6_nothing_released_when_the_watcher_is_kept(stale_rbd_watcher, lab_inventory, tmp_path):
     """Issue 11 item 6 (I6): when the fence plan keeps node-b's watcher (here: another node lists
     node-b's address too, so it cannot be tied to one node: I1), nothing of node-b is released, and
-    the run fails naming the replacement that still waits on it and why."""
+    the run fails naming the pod it could not fail over (Kubernetes evicted nothing: no replacement waits
+    yet, node-b's pod is still there) and why."""
     lab, state, kube = stale_rbd_watcher
+    assert_left_by_kubernetes(kube, state)
     ip = lab.nodes["node-b"]
     node_c = kube.get("nodes", "node-c")
     addresses = node_c["status"]["addresses"]
@@ -128,17 +151,22 @@ def test_I6_nothing_released_when_the_watcher_is_kept(stale_rbd_watcher, lab_inv
     try:
         run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                      "wait_timeout": 60, "report_path": str(tmp_path / "r.json")})
-        assert run.rc == 2, run.stdout[-3000:]
         report = json.loads((tmp_path / "r.json").read_text())
         assert report["fence_plan"]["fence"] == []
         assert "node-c" in report["fence_plan"]["kept"][0]["reason"]
-        [line] = report["failed_steps"]
-        assert line.startswith("pod default/%s waits on %s" % (state["stuck_pod"], state["image"]))
-        assert "NOT made safe" in line and "an address of Ready node node-c" in line
+        [rbd] = [v for v in report["volumes"] if v["image"] == state["image"]]
+        assert rbd["safe"] is False and rbd["action"] == "kept attached"
         assert report["pods_force_deleted"] == [] and report["volumeattachments_removed"] == []
-        assert report["pods_kept"][0]["invariant"] == "I6"
+        assert report["pods_kept"] == [{"pod": "default/" + state["old_pod"], "invariant": "I6",
+                                        "reason": "claim(s) default/%s not made safe" % state["pvc"]}]
+        assert report["out_of_service"]["taint"] is False and report["out_of_service_taint_added"] == []
         assert state["watchers"][0] not in blocklist(lab)
-        assert kube.find("pods", state["old_pod"], "default") is not None
+        assert_left_by_kubernetes(kube, state)  # node-b's pod still there, not deleted, nothing replaces it
+        # the run fails, naming the pod it left on node-b, the image and why
+        assert run.rc == 2, run.stdout[-3000:]
+        [line] = report["failed_steps"]
+        assert line.startswith("pod default/%s" % state["old_pod"]) and state["image"] in line
+        assert "NOT made safe" in line and "an address of Ready node node-c" in line
     finally:
         kube.patch("nodes", "node-c", {"status": {"addresses": addresses}}, subresource="status")
 
@@ -157,6 +185,7 @@ def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(stale_rb
     is recovered on another node; every other volume is in the report with what was done and why,
     the other driver's attachments are untouched, and nothing makes the run fail."""
     lab, state, kube = stale_rbd_watcher_mixed
+    assert_left_by_kubernetes(kube, state)
     other, nfs, orphan = state["other"], state["nfs"], state["orphan"]
     other_va = kube.get("volumeattachments", other["volumeattachment"])
     orphan_va = kube.get("volumeattachments", orphan["volumeattachment"])
@@ -166,7 +195,8 @@ def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(stale_rb
     before = blocklist(lab)
     check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]
-    assert blocklist(lab) == before and kube.find("pods", state["old_pod"], "default") is not None
+    assert blocklist(lab) == before
+    assert_left_by_kubernetes(kube, state)
 
     run = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert run.rc == 0, run.stdout[-3000:]
@@ -179,7 +209,7 @@ def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(stale_rb
     assert rbd["how"] == "fenced (blocklist): " + state["watchers"][0]
     assert report["fence_plan"]["fence"] == state["watchers"] and state["watchers"][0] in blocklist(lab)
     assert report["pods_force_deleted"] == [state["old_pod"]]
-    assert stuck_phase(kube, state) == "Running"
+    replacement(kube, state, report)
 
     # The other CSI driver's volume: reported, kept attached, its attachment untouched.
     ebs = volumes[other["pv"]]
@@ -209,10 +239,15 @@ def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(stale_rb
     assert sorted(not_rbd) == sorted(v["name"] for v in report["volumes"] if not v["rbd"])
     assert not_rbd[other["pv"]]["action"] == "kept attached" and not_rbd[other["pv"]]["how"] == ebs["how"]
     assert {other["volumeattachment"], orphan["volumeattachment"]} <= set(report["volumeattachments_kept"])
-    assert report["volumeattachments_removed"] == []
-    assert sorted(p["pod"] for p in report["pods_kept"]) == sorted(
-        "default/" + p["metadata"]["name"] for p in kube.list("pods", "default", field_selector="spec.nodeName=node-b")
-        if p["metadata"].get("deletionTimestamp"))
+    # only the RBD volume's attachment was removed (its volume fenced); Kubernetes would not detach it (clocks `never`)
+    assert report["volumeattachments_removed"] == rbd["attachments"] != []
+    assert [kube.find("volumeattachments", va) for va in rbd["attachments"]] == [None]
+    # the pods of the volumes not made safe stay on node-b, as Kubernetes left them (not evicted: no taint)
+    assert report["out_of_service"]["taint"] is False and report["out_of_service_taint_added"] == []
+    assert sorted(p["pod"] for p in report["pods_kept"]) == sorted("default/" + state[v]["pod"] for v in ("other", "nfs"))
+    on_b = kube.list("pods", "default", field_selector="spec.nodeName=node-b")
+    assert sorted(p["metadata"]["name"] for p in on_b) == sorted(state[v]["pod"] for v in ("other", "nfs"))
+    assert not [p for p in on_b if p["metadata"].get("deletionTimestamp")]
     # The debug report names each volume with what was done.
     lines = [r for r in run.results("k8s-api") if r["_task"] == "Failover | print the report"][0]["msg"]
     text = "\n".join(lines)

@@ -5,7 +5,7 @@ by waiting for Kubernetes. The node's pods are still there, not Terminating, whe
 import json
 import os
 
-from labtools import REPO, declare_shut_down, run_playbook, wait_until
+from labtools import REPO, declare_shut_down, run_playbook, running_elsewhere
 from volfence_lab import scenarios
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
@@ -17,15 +17,6 @@ def failover(lab_inventory, tmp_path, **extra):
                  "wait_timeout": 60}, **extra)
     run = run_playbook(lab_inventory, PLAYBOOK, args)
     return run, json.loads((tmp_path / "r.json").read_text())
-
-
-def pods_of(kube, app):
-    return kube.list("pods", "default", label_selector="app=" + app)
-
-
-def running_elsewhere(kube, app, failed="node-b"):
-    return [p for p in pods_of(kube, app) if p["status"].get("phase") == "Running"
-            and p["spec"].get("nodeName") != failed and not p["metadata"].get("deletionTimestamp")]
 
 
 def taint_keys(kube, node):

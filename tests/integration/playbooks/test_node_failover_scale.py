@@ -51,6 +51,16 @@ def running_claims(kube, state, failed):
     return out
 
 
+def assert_left_by_kubernetes(kube, state, failed):
+    """Kubernetes did nothing (clocks `never`): every old pod is still on its failed node, not evicted, and no
+    claim has a pod running elsewhere."""
+    assert state["stuck_pods"] == []
+    for name in state["old_pods"]:
+        pod = kube.get("pods", name, state["namespace"])
+        assert pod["spec"]["nodeName"] in failed and not pod["metadata"].get("deletionTimestamp"), name
+    assert running_claims(kube, state, failed) == set()
+
+
 def emulator_admin(lab):
     """The lab's Kubernetes API emulator admin URL, None when the lab's API is a real cluster."""
     import yaml
@@ -74,6 +84,7 @@ def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inv
     lab = clean_lab
     state = volumes_scenario("rack", nodes="node-b,node-c", volumes=3)
     failed = state["failed_nodes"]
+    assert_left_by_kubernetes(kube, state, failed)
     report_path = tmp_path / "rack.json"
     run = run_playbook(lab_inventory, PLAYBOOK, {"failed_nodes": failed, "lease_grace_seconds": 3,
                                                  "report_path": str(report_path), "wait_timeout": 120})
@@ -82,6 +93,10 @@ def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inv
     report = json.loads(report_path.read_text())
     assert report["failed_nodes"] == failed and report["failed_node"] is None
     assert sorted(report["pods_force_deleted"]) == sorted(state["old_pods"])
+    assert sorted(r["claim"] for r in report["replacements_running"]) == sorted(
+        "%s/%s" % (state["namespace"], c) for c in state["claims"])
+    assert not [r for r in report["replacements_running"] if r["node"] in failed]
+    assert report["out_of_service_taint_added"] == failed
     # one blocklist call for both nodes, each node's marker holding only its own clients
     assert len(report["blocklist_actions"]) == len(report["fence_plan"]["fence"]) >= 2
     for node in failed:
@@ -150,6 +165,7 @@ def test_one_live_node_in_the_list_refuses_the_run_and_changes_nothing(clean_lab
 
 def test_a_node_with_100_volumes(volumes_scenario, kube, lab_inventory, tmp_path):
     state = volumes_scenario("node-volumes", node="node-b", volumes=100)
+    assert_left_by_kubernetes(kube, state, ["node-b"])
     report_path = tmp_path / "100.json"
     run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                  "report_path": str(report_path), "wait_timeout": 300})
@@ -169,6 +185,7 @@ def test_one_pod_delete_fails_the_report_names_it_the_rest_are_done_a_rerun_fini
     if admin is None:
         pytest.skip("fault injection needs the lab's Kubernetes API emulator; the lab's API is a real cluster")
     state = volumes_scenario("node-volumes", node="node-b", volumes=4)
+    assert_left_by_kubernetes(kube, state, ["node-b"])
     victim = state["old_pods"][1]
     admin_call(admin, "POST", {"method": "DELETE", "path_regex": "/pods/%s$" % victim, "status": 403,
                                "message": 'pods "%s" is forbidden: injected by the test' % victim, "count": 0})
@@ -183,7 +200,8 @@ def test_one_pod_delete_fails_the_report_names_it_the_rest_are_done_a_rerun_fini
     assert [p["name"] for p in report["pods_failed"]] == [victim] and "403" in report["pods_failed"][0]["error"]
     assert sorted(report["pods_force_deleted"]) == sorted(p for p in state["old_pods"] if p != victim)
     assert any(victim in step for step in report["failed_steps"])
-    assert kube.find("pods", victim, state["namespace"]) is not None
+    left = kube.find("pods", victim, state["namespace"])  # not evicted by Kubernetes either: still node-b's
+    assert left["spec"]["nodeName"] == "node-b" and not left["metadata"].get("deletionTimestamp")
     for pod in state["old_pods"]:
         if pod != victim:
             assert kube.find("pods", pod, state["namespace"]) is None
@@ -191,4 +209,6 @@ def test_one_pod_delete_fails_the_report_names_it_the_rest_are_done_a_rerun_fini
     assert again.rc == 0, again.stdout[-3000:]
     report = json.loads(report_path.read_text())
     assert report["pods_force_deleted"] == [victim] and report["pods_failed"] == []
+    assert report["failed_steps"] == []
+    assert "%s/%s" % (state["namespace"], state["claims"][1]) in [r["claim"] for r in report["replacements_running"]]
     assert wait_until(lambda: running_claims(kube, state, ["node-b"]) == set(state["claims"]), 60)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import REPO, blocklist_entries, run_playbook, wait_until
+from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, wait_until
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -19,11 +19,32 @@ RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
 def failed_over(clean_lab, kube, incident, lab_inventory, tmp_path):
     lab = clean_lab
     state = incident("stale-rbd-watcher")
+    assert_not_evicted(kube, state)
     report = tmp_path / "failover.json"
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                  "out_of_service_taint": True, "report_path": str(report)})
     assert run.rc == 0, run.stdout[-3000:]
+    assert_replaced(kube, state, json.loads(report.read_text()))
     return lab, state, kube, report
+
+
+def assert_not_evicted(kube, state):
+    """Kubernetes did nothing (clocks `never`): node-b's pod is still there, not Terminating, and not replaced."""
+    old = kube.get("pods", state["old_pod"], "default")
+    assert old["spec"]["nodeName"] == "node-b" and not old["metadata"].get("deletionTimestamp")
+    assert state["stuck_pod"] is None and running_elsewhere(kube, state["deployment"]) == []
+
+
+def assert_replaced(kube, state, report):
+    """After the failover: node-b's pod gone, its replacement Running on another node, as the report says. The run
+    force-deleted the pod, or, with out_of_service_taint=true (its taint set before the release), Kubernetes
+    removed it first (taint eviction, then the pod GC of a node out of service) and the report says it was gone."""
+    gone = report["pods_force_deleted"] + [p["name"] for p in report["pods_absent"]]
+    assert gone == [state["old_pod"]] and report["failed_steps"] == []
+    assert kube.find("pods", state["old_pod"], "default") is None
+    [new] = running_elsewhere(kube, state["deployment"])
+    assert report["replacements_running"] == [{"claim": "default/" + state["pvc"], "node": new["spec"]["nodeName"],
+                                               "pod": "default/" + new["metadata"]["name"]}]
 
 
 def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inventory, tmp_path):
@@ -114,10 +135,12 @@ def test_I2_keeps_what_also_covers_another_dead_node(failed_over, lab_inventory,
 @pytest.fixture
 def mixed_failed_over(clean_lab, kube, incident, lab_inventory, tmp_path):
     state = incident("stale-rbd-watcher-mixed")
+    assert_not_evicted(kube, state)
     report = tmp_path / "failover.json"
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
                                                  "wait_timeout": 60, "report_path": str(report)})
     assert run.rc == 0, run.stdout[-3000:]
+    assert_replaced(kube, state, json.loads(report.read_text()))
     yield clean_lab, state, kube
     for name in state["deployments"]:
         kube.delete("deployments", name, "default")
@@ -178,7 +201,9 @@ def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(cle
     def taint_keys():
         return [t["key"] for t in kube.get("nodes", "node-b")["spec"].get("taints") or []]
 
-    add_taint(snr)
+    assert_not_evicted(kube, state)
+    add_taint(snr)  # which node-b's pod does not tolerate: Kubernetes' taint eviction makes it Terminating at once
+    assert wait_until(lambda: kube.get("pods", state["old_pod"], "default")["metadata"].get("deletionTimestamp"), 15)
     failover = tmp_path / "failover.json"
     # the failover adds no taint here (a person declares node-b shut down afterwards)
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,
@@ -187,6 +212,8 @@ def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(cle
     report = json.loads(failover.read_text())
     assert [m["by"] for m in report["other_remediators"]["node-b"]] == ["medik8s Self Node Remediation"]
     assert state["watchers"][0] in blocklist_entries(lab)
+    assert_replaced(kube, state, report)
+    assert report["out_of_service_taint_added"] == []
 
     add_taint(theirs)
     _revive(lab, kube, "node-b")
