@@ -889,6 +889,8 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     what the nodes still hold. One whose image a failed node's client watched (fenced, or ceph-csi
     recorded the node) is waited for; one whose failed node's watcher was not made safe is in
     `waiting_unsafe`, and the run fails (`waiting`, waiting_verdicts()).
+    kept_unsafe: a line for each RBD volume not made safe of a pod kept on a failed node (evicted or not):
+    nothing replaces that pod, and the run fails naming it. Volumes of other drivers are reported, not failed.
     """
     requested = out_of_service_taint
     taint = requested is True
@@ -922,7 +924,7 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
     unsafe_claims = set(c for v in verdicts if not v['safe'] for c in v.get('claims') or [])
     safe_inline = set((p, v.get('inline')) for v in verdicts if v['safe'] and v.get('source') == SOURCE_POD_INLINE
                       for p in v.get('pods') or [])
-    delete, kept_pods = [], []
+    delete, kept_pods, kept_unsafe = [], [], []
     for pod in pods or []:
         if not isinstance(pod, dict):
             continue
@@ -944,6 +946,12 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
                 str(n) for n in inline), invariant='I6'))
         elif bad:
             kept_pods.append(dict(pod=ref, reason='claim(s) %s not made safe' % ', '.join(sorted(bad)), invariant='I6'))
+            # an RBD volume this failover could not make safe: the pod stays on the dead node, whether or not
+            # Kubernetes evicted it yet, and nothing replaces it; the run fails naming it
+            kept_unsafe.extend('pod %s stays on %s: %s (claim %s): NOT made safe, %s'
+                               % (ref, (pod.get('spec') or {}).get('nodeName'), v['image'], claim, v['how'])
+                               for claim in sorted(bad) for v in verdicts
+                               if v['rbd'] and not v['safe'] and claim in (v.get('claims') or []))
         else:
             how = 'all its volumes are made safe' if claims else 'it uses no persistent volume'
             if not meta.get('deletionTimestamp'):
@@ -969,7 +977,7 @@ def release_plan(failed_node, volumes, pods, fence_method='blocklist', images=No
             dict(namespace=p['namespace'], name=p['name']) for p in delete]
     return dict(volumes=verdicts, delete_pods=delete, delete_pod_refs=refs, kept_pods=kept_pods, remove_attachments=remove,
                 kept_attachments=kept_vas, wait_claims=wait_claims, not_rbd=others, waiting=held,
-                waiting_unsafe=[v['line'] for v in held if not v['safe']],
+                waiting_unsafe=[v['line'] for v in held if not v['safe']], kept_unsafe=kept_unsafe,
                 out_of_service=out_of_service_decision(requested=requested, failed_nodes=failed, verdicts=verdicts))
 
 

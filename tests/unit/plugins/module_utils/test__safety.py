@@ -695,6 +695,9 @@ def test_item6_volume_with_a_kept_watcher_is_not_released():
     assert [p['name'] for p in plan['delete_pods']] == ['p2']
     assert sorted(p['pod'] for p in plan['kept_pods']) == ['ns/p1', 'ns/p12']
     assert plan['remove_attachments'] == ['va-2'] and plan['kept_attachments'] == ['va-1']
+    # nothing replaces p1 and p12: the run fails naming each, the image and why (evicted or not)
+    assert [line.split(':')[0] for line in plan['kept_unsafe']] == ['pod ns/p1 stays on node-b', 'pod ns/p12 stays on node-b']
+    assert all('rbd/img-1 (claim ns/claim-1): NOT made safe, watcher(s) kept' in line for line in plan['kept_unsafe'])
 
 
 def test_I1_a_client_fenced_for_one_image_is_reported_fenced_on_every_image_it_watches():
