@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from labtools import REPO, blocklist_entries, declare_shut_down, run_playbook, wait_until
+from labtools import REPO, blocklist_entries, declare_shut_down, run_playbook, running_elsewhere, wait_until
 from volfence_lab import scenarios
 from volfence_lab.kubesim import node_ready
 
@@ -30,12 +30,6 @@ def ceph_csi_fences_on_detach(kube):
 def run(playbook, lab_inventory, path, **extra):
     result = run_playbook(lab_inventory, playbook, dict(extra, report_path=str(path)))
     return result, json.loads(path.read_text()) if path.exists() else None
-
-
-def running_elsewhere(kube, deployment, failed="node-b"):
-    return [p for p in kube.list("pods", "default", label_selector="app=" + deployment)
-            if p["status"].get("phase") == "Running" and p["spec"].get("nodeName") != failed
-            and not p["metadata"].get("deletionTimestamp")]
 
 
 def covering(lab, ip):

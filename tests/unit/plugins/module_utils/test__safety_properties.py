@@ -632,6 +632,18 @@ def test_I6_never_releases_a_volume_that_was_not_made_safe(case):
     for name in plan['remove_attachments']:
         assert name in safe_vas and name not in unsafe_vas, 'removed the attachment %s of an unsafe volume' % name
     assert set(plan['kept_attachments']) == unsafe_vas
+    # a pod of node-b kept with an RBD claim not made safe is never replaced: the run fails naming it
+    unsafe_rbd = set(c for v in volumes if v.get('image') and not oracle_safe(v, options) for c in v['claims'])
+    for kept in plan['kept_pods']:
+        pod = by_ref[kept['pod']]
+        claims = set('%s/%s' % (pod['metadata']['namespace'], v['persistentVolumeClaim']['claimName'])
+                     for v in pod['spec']['volumes'] if 'persistentVolumeClaim' in v)
+        named = [line for line in plan['kept_unsafe'] if line.startswith('pod %s stays' % kept['pod'])]
+        if kept['reason'].startswith('claim(s)') and claims & unsafe_rbd:
+            assert named, 'kept %s with RBD claim(s) %s not made safe, and the run would not fail' % (
+                kept['pod'], sorted(claims & unsafe_rbd))
+        elif not claims & unsafe_rbd:
+            assert not named, plan['kept_unsafe']
 
 
 @PROPERTY
