@@ -104,7 +104,7 @@ def reset(cfg, kube):
         text = text[end:].strip()
     for kind, entries in zip(("addr", "range"), docs):
         for entry in entries:
-            addr = entry.get("addr") if isinstance(entry, dict) else entry
+            addr = (entry.get("addr") or entry.get("range")) if isinstance(entry, dict) else entry
             ceph(cfg, "osd", "blocklist", *(["range", "rm"] if kind == "range" else ["rm"]), addr)
     for node in kube.list("nodes"):
         taints = node["spec"].get("taints") or []
