@@ -508,12 +508,7 @@ def driver_fences(entries, failed_node, nodes):
     for node in failed_set(failed_node):
         own = set(((view.nodes.get(node) or {}).get('addresses')) or [])
         for entry in entries or []:
-            if not isinstance(entry, dict) or entry_owner(entry) != 'ceph-csi':
-                continue
-            net = normalize_network(entry.get('cidr') or entry.get('entry')) if entry.get('kind') == 'range' else None
-            key = None if net is not None else _addr_key(entry.get('address') or entry.get('entry'))
-            ip = net.network_address if net is not None else (key[0] if key else None)
-            if ip in own:
+            if isinstance(entry, dict) and entry_owner(entry) == 'ceph-csi' and _whole_address(entry) in own:
                 out.setdefault(node, []).append(entry.get('entry'))
     return out
 
@@ -538,14 +533,20 @@ def entry_owner(entry, marked=(), driver=()):
     key = _addr_key(entry.get('address') or entry.get('entry'))
     if key is not None and key in marked:
         return 'failover'
-    net = normalize_network(entry.get('cidr') or entry.get('entry')) if entry.get('kind') == 'range' else None
-    whole = (net is not None and net.prefixlen == net.max_prefixlen) or (
-        net is None and key is not None and key[1:] == (0, 0))
     remaining = entry.get('expires_in')
-    if whole and isinstance(remaining, int) and \
+    if _whole_address(entry) is not None and isinstance(remaining, int) and \
             CEPH_CSI_AUTO_FENCE_SECONDS - _YEAR < remaining <= CEPH_CSI_AUTO_FENCE_SECONDS:
         return 'ceph-csi'
     return 'unrecorded'
+
+
+def _whole_address(entry):
+    """The IP an entry cuts off whole (a one-host range, or every port and nonce of the address), else None."""
+    if entry.get('kind') == 'range':
+        net = normalize_network(entry.get('cidr') or entry.get('entry'))
+        return net.network_address if net is not None and net.prefixlen == net.max_prefixlen else None
+    key = _addr_key(entry.get('address') or entry.get('entry'))
+    return key[0] if key is not None and key[1:] == (0, 0) else None
 
 
 def recovery_plan(node, nodes, entries=None, fences=None, marker=None, leases=None, lease_fresh=60,

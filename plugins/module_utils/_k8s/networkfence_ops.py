@@ -82,7 +82,6 @@ class NetworkFences(object):
         self.monitor_configmaps = list(monitor_configmaps or [])
         # What the Ceph monitor check read and checked (issue 17): returned as `monitors`.
         self.monitors = dict(configmaps=[], checked=[], unchecked=[], unread=None, sources=list(self.monitor_configmaps))
-        self.monitor_read_problems = []
         self.workers = workers
         self.sleep = sleep
         self.clock = clock
@@ -179,11 +178,10 @@ class NetworkFences(object):
                                                                    what=('CSIAddonsNode', None))]
 
     def read_monitor_configmaps(self):
-        """The ceph-csi ConfigMaps named by monitor_configmaps: 'namespace/name' is that one, a bare
-        name is that name in every namespace (one LIST with a field selector). A ConfigMap that does
-        not exist is no error (the cluster may not run ceph-csi); one that cannot be read (RBAC) is a
-        warning, since its monitors then go unchecked."""
-        found = []
+        """(ConfigMaps, problems): the ceph-csi ConfigMaps named by monitor_configmaps ('namespace/name' is that
+        one, a bare name is that name in every namespace: one LIST with a field selector), and a sentence for
+        each source that could not be read (RBAC). A ConfigMap that does not exist is no problem here."""
+        found, problems = [], []
         for source in self.monitor_configmaps:
             try:
                 if '/' in source:
@@ -197,8 +195,7 @@ class NetworkFences(object):
             except K8sApiError as exc:
                 if exc.status == 404:
                     continue
-                self.monitor_read_problems.append('could not read the ceph-csi ConfigMap(s) %s: %s'
-                                                  % (source, exc.msg))
+                problems.append('could not read the ceph-csi ConfigMap(s) %s: %s' % (source, exc.msg))
                 continue
             for obj in items:
                 meta = obj.get('metadata') or {}
@@ -206,7 +203,7 @@ class NetworkFences(object):
                 if key not in [((o.get('metadata') or {}).get('namespace'), (o.get('metadata') or {}).get('name'))
                                for o in found]:
                     found.append(obj)
-        return found
+        return found, problems
 
     def check_monitors(self, plans):
         """Refusal messages for plans that newly fence a Ceph monitor listed in ceph-csi's
@@ -215,12 +212,9 @@ class NetworkFences(object):
         fencing = [p for p in plans if p.monitor_checked]
         if not fencing or not self.monitor_configmaps:
             return []
-        self.monitor_read_problems = []
-        configmaps = self.read_monitor_configmaps()
-        monitors, problems = csi_monitors(configmaps)
-        self.monitor_read_problems.extend(problems)
-        self.monitors['unread'] = unread_monitors(self.monitor_configmaps, configmaps, self.monitor_read_problems,
-                                                  monitors)
+        configmaps, unreadable = self.read_monitor_configmaps()
+        monitors, unparsable = csi_monitors(configmaps)
+        self.monitors['unread'] = unread_monitors(self.monitor_configmaps, configmaps, unreadable + unparsable, monitors)
         self.monitors['configmaps'] = ['%s/%s' % ((c.get('metadata') or {}).get('namespace'),
                                                   (c.get('metadata') or {}).get('name')) for c in configmaps]
         self.monitors['checked'] = [m for m in monitors if m['addresses']]
