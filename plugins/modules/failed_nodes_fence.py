@@ -110,6 +110,14 @@ options:
     description: Seconds to wait until the fenced clients no longer watch, 1 to 86400.
     type: int
     default: 60
+  settle_timeout:
+    description:
+      - Seconds to read the images again while watchers that no node lists would keep a pod from being
+        released, 0 to 86400; 0 reads once. A CSI controller on the pod network opens an image for a moment
+        (ceph-csi reads and removes the client address it recorded, on ControllerUnpublish), and such a client
+        is no failed node's to fence. Those seen and then gone are returned in RV(passed).
+    type: int
+    default: 10
   parallel:
     description: How many images are read at once, 1 to 256.
     type: int
@@ -204,6 +212,14 @@ still_watched:
   type: list
   elements: dict
   sample: []
+passed:
+  description:
+    - Watchers that no node lists, seen while O(settle_timeout) ran and gone by the read the plan was made
+      from, each with C(image) and C(address). A CSI controller that opened the image for a moment.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{image: rbd/csi-vol-0001, address: "10.244.0.12:0/3141592653"}]
 backend:
   description: How Ceph was reached, V(bindings) or V(cli).
   returned: always
@@ -245,6 +261,7 @@ def main():
             protect_addresses=dict(type='list', elements='str', default=[]),
             expire=dict(type='raw'),
             wait_timeout=dict(type='int', default=60),
+            settle_timeout=dict(type='int', default=10),
             parallel=dict(type='int', default=16),
         ),
         mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE,
@@ -267,13 +284,14 @@ def main():
         p['expire'] = check_expire(p['expire'])
         check_range(p['lease_grace_seconds'], 'lease_grace_seconds', 0, MAX_LEASE_GRACE, 'seconds')
         check_range(p['wait_timeout'], 'wait_timeout', 1, MAX_WAIT_SECONDS, 'seconds')
+        check_range(p['settle_timeout'], 'settle_timeout', 0, MAX_WAIT_SECONDS, 'seconds')
         check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)
     except ValueError as exc:
         module.fail_json(msg='%s; nothing was fenced' % exc)
 
     output = dict(changed=False, images=[], missing=[], failed_images=[], plan=dict(
         fence=[], kept=[], by_image={}, by_node=dict((n, []) for n in p['failed_nodes']), refused=None),
-        actions=[], failed_actions=[], watchers_after=[], still_watched=[])
+        actions=[], failed_actions=[], watchers_after=[], still_watched=[], passed=[])
     if not specs:
         module.exit_json(backend=None, **output)
     with module_session(module) as client:
@@ -281,7 +299,8 @@ def main():
             done = fence_failed_nodes(client, specs, node_map, p['failed_nodes'], p['nodes'], p['leases'],
                                       p['lease_grace_seconds'], p['fence_unknown_watchers'], p['force'],
                                       p['expire'], p['protect_addresses'], module.check_mode, p['wait_timeout'],
-                                      time.sleep, time.time, image_workers=p['parallel'])
+                                      time.sleep, time.time, image_workers=p['parallel'],
+                                      settle_timeout=p['settle_timeout'])
         except FenceFailure as exc:
             output.update(_outcome(exc.result))
             details = exc.fail_kwargs()
@@ -306,7 +325,7 @@ def _outcome(done):
     """The module's results from fence_failed_nodes' answer (or a failure's partial one)."""
     result = done.get('result') or {}
     out = dict(images=done['images'], missing=done['missing'], failed_images=done.get('failed_images') or [],
-               watchers_after=done['watchers_after'],
+               watchers_after=done['watchers_after'], passed=done.get('passed') or [],
                still_watched=[dict(image=image, address=address) for image, address in done['still']],
                actions=result.get('actions') or [], failed_actions=result.get('failed_actions') or [],
                changed=bool(result.get('changed')))

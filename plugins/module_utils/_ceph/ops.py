@@ -43,7 +43,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     json_documents,
     parse_addr,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import fence_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import fence_plan, watchers_to_settle
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     describe_locks,
     exclusive_lock_owners,
@@ -399,31 +399,52 @@ class FenceFailure(CephError):
         self.result = result
 
 
-def fence_failed_nodes(client, specs, node_map, failed, nodes, leases, lease_grace=120, fence_unknown=False,
-                       force=False, expire=None, protect=None, check_mode=False, wait_timeout=60, sleep=None,
-                       clock=None, workers=DEFAULT_WORKERS, image_workers=DEFAULT_IMAGE_WORKERS):
-    """node_failover's fence in one Ceph session: read who watches the failed nodes' images (`specs`), decide
-    with _safety.fence_plan exactly which of them are the failed nodes' clients (I1: never a Ready node's, a
-    shared or a daemon's address), blocklist those (ensure_blocklist refuses daemons and `protect` again),
-    then wait until they no longer watch (I6: nothing is released on a fence that has not taken effect).
-
-    Returns {images, missing, plan, result (ensure_blocklist's, None when nothing is fenced), watchers_after,
-    still}. An image that cannot be read (other than a missing one) fails before anything is fenced."""
+def _read_and_plan(client, specs, node_map, failed, nodes, leases, lease_grace, fence_unknown, force, workers):
+    """One read of the images and the fence plan made from it; FenceFailure when an image cannot be read."""
     images, missing, errors = [], [], []
-    for spec, raw, error in client.inspect_images(specs, metadata=True, workers=image_workers):
+    for spec, raw, error in client.inspect_images(specs, metadata=True, workers=workers):
         if error is None:
             images.append(image_report(spec, raw, node_map))
         elif isinstance(error, CephNotFoundError):
             missing.append(dict(spec=str(spec), error=error.msg))
         else:
             errors.append((spec, error))
-    out = dict(images=images, missing=missing, plan=None, result=None, watchers_after=[], still=[],
+    out = dict(images=images, missing=missing, plan=None, result=None, watchers_after=[], still=[], passed=[],
                failed_images=[dict(spec=str(spec), error=error.msg) for spec, error in errors])
     if errors:
         spec, first = errors[0]
         raise FenceFailure('could not read %d of %d image(s), first %s: %s; nothing was fenced'
                            % (len(errors), len(specs), spec, first.msg), out, first)
     out['plan'] = fence_plan(images, list(failed), nodes, leases, lease_grace, None, fence_unknown, force)
+    return out
+
+
+def fence_failed_nodes(client, specs, node_map, failed, nodes, leases, lease_grace=120, fence_unknown=False,
+                       force=False, expire=None, protect=None, check_mode=False, wait_timeout=60, sleep=None,
+                       clock=None, workers=DEFAULT_WORKERS, image_workers=DEFAULT_IMAGE_WORKERS, settle_timeout=0):
+    """node_failover's fence in one Ceph session: read who watches the failed nodes' images (`specs`), decide
+    with _safety.fence_plan exactly which of them are the failed nodes' clients (I1: never a Ready node's, a
+    shared or a daemon's address), blocklist those (ensure_blocklist refuses daemons and `protect` again),
+    then wait until they no longer watch (I6: nothing is released on a fence that has not taken effect).
+
+    A plan that keeps watchers no node lists (_safety.watchers_to_settle: perhaps a CSI controller that
+    opened the image for a moment) is read and made again, up to `settle_timeout` seconds, until they
+    are gone; `passed` lists those seen before that the last read no longer shows.
+
+    Returns {images, missing, plan, result (ensure_blocklist's, None when nothing is fenced), watchers_after,
+    still, passed}. An image that cannot be read (other than a missing one) fails before anything is fenced."""
+    deadline = clock() + settle_timeout if settle_timeout else None
+    delay, seen = 0.2, set()
+    while True:
+        out = _read_and_plan(client, specs, node_map, failed, nodes, leases, lease_grace, fence_unknown, force,
+                             image_workers)
+        settle = watchers_to_settle(out['plan'])
+        if not settle or deadline is None or clock() >= deadline:
+            break
+        seen.update(settle)
+        sleep(max(0.0, min(delay, deadline - clock())))
+        delay = min(delay * 2, 2.0)
+    out['passed'] = [dict(image=image, address=address) for image, address in sorted(seen - set(settle))]
     fence = out['plan']['fence']
     if not fence:
         return out

@@ -243,10 +243,23 @@ def fence_plan(images, failed_node, nodes, leases=None, lease_grace=120, daemon_
                     # Another node's client (ceph-csi on the replacement's node opens the image to
                     # check it): not a failed node's, so it does not hold back the release (I6).
                     entry['other_node'] = owner
+                elif ip is not None and not refused and ip not in daemons and not view.owners_of(ip):
+                    # No node lists it: perhaps a driver's controller that opened the image for a
+                    # moment (ceph-csi's ControllerUnpublish reads and removes its record there).
+                    entry['unlisted'] = True
                 kept.append(entry)
         by_image[spec] = chosen
     kept = _cut_elsewhere(kept, fence, by_image)
     return dict(fence=fence, kept=kept, by_image=by_image, by_node=by_node, refused=refused)
+
+
+def watchers_to_settle(plan):
+    """The kept watchers of a fence_plan that hold the release back (I6) and may be gone a moment
+    later: clients at an address no node lists, of nodes proven down. A CSI controller on the pod
+    network opens an image briefly (ceph-csi's ControllerUnpublish reads and removes the address it
+    recorded at NodeStage; with fencing on it blocklists that address meanwhile). Read again before
+    deciding, or such a client is reported unsafe and the pod kept. [(image, address)], sorted."""
+    return sorted(set((k['image'], k['address']) for k in plan.get('kept') or () if k.get('unlisted')))
 
 
 def _cut_elsewhere(kept, fence, by_image):

@@ -383,9 +383,12 @@ class WatchedCluster(FakeCluster):
     its entry was added, gone from the `linger`th on (0: at once; None: never, as a client an OSD has not
     dropped yet). `errors` {spec: CephError} cannot be read; a spec in neither is missing (CephNotFoundError)."""
 
-    def __init__(self, images, metadata=None, errors=None, linger=0, **kw):
+    def __init__(self, images, metadata=None, errors=None, linger=0, passing=None, **kw):
         super(WatchedCluster, self).__init__(**kw)
         self.images = dict((k, list(v)) for k, v in images.items())
+        # {(spec, address): n}: a client that watches only during the first n reads (a CSI controller
+        # that opened the image for a moment)
+        self.passing = dict(passing or {})
         self.metadata = dict(metadata or {})
         self.errors = dict(errors or {})
         self.linger = linger
@@ -419,7 +422,8 @@ class WatchedCluster(FakeCluster):
                 out.append((spec, None, CephNotFoundError('image %s not found' % key, rc=-2)))
             else:
                 watchers = [dict(address=a, client_id=4500 + i, cookie=94000 + i)
-                            for i, a in enumerate(self.images[key]) if not self._gone(a)]
+                            for i, a in enumerate(self.images[key]) if not self._gone(a)
+                            and len(self.reads) <= self.passing.get((key, a), len(self.reads))]
                 raw = dict(watchers=watchers)
                 if metadata:
                     raw['metadata'] = dict(self.metadata.get(key) or {})
@@ -589,3 +593,50 @@ def test_fence_failed_nodes_a_second_run_adds_nothing():
     again = _fence(cluster, ['rbd/a'])
     # B no longer watches: nothing to fence, nothing written
     assert again['plan']['fence'] == [] and again['result'] is None and len(cluster.changes()) == calls
+
+
+CONTROLLER = '10.244.0.12:0/3141592653'  # ceph-csi's controller plugin on the pod network
+
+
+def test_fence_failed_nodes_reads_again_until_a_passing_controller_client_is_gone():
+    # the controller plugin opened rbd/a for its ControllerUnpublish during the first two reads
+    cluster = WatchedCluster({'rbd/a': [B, CONTROLLER]}, passing={('rbd/a', CONTROLLER): 2})
+    t = _FakeTime()
+    out = _fence(cluster, ['rbd/a'], time=t, settle_timeout=10)
+    # planned from the third read: nothing kept, so the pod can be released (I6)
+    assert out['plan']['kept'] == [] and out['plan']['fence'] == [B] and list(cluster.entries) == [B]
+    assert out['passed'] == [dict(image='rbd/a', address=CONTROLLER)]
+    assert [r['metadata'] for r in cluster.reads[:3]] == [True, True, True] and 0 < t.now < 10
+    # the images reported are those of the read the plan was made from
+    assert [w['address'] for w in out['images'][0]['watchers']] == [B]
+
+
+def test_fence_failed_nodes_a_watcher_that_stays_is_kept_after_the_settle_time():
+    cluster = WatchedCluster({'rbd/a': [B, '10.244.9.9:0/4']})
+    t = _FakeTime()
+    out = _fence(cluster, ['rbd/a'], time=t, settle_timeout=5)
+    assert [(k['address'], k.get('unlisted')) for k in out['plan']['kept']] == [('10.244.9.9:0/4', True)]
+    assert out['passed'] == [] and out['plan']['fence'] == [B]
+    # read until the settle time passed, then fenced what was the failed node's
+    planning = [r for r in cluster.reads if r['metadata']]
+    assert len(planning) > 2 and t.now >= 5
+
+
+def test_fence_failed_nodes_does_not_wait_for_watchers_of_listed_nodes_or_without_settle_time():
+    # a Ready node's client is kept at once (it is no failed node's, and listed): no second read
+    cluster = WatchedCluster({'rbd/a': [B, C]})
+    t = _FakeTime()
+    _fence(cluster, ['rbd/a'], time=t, settle_timeout=10)
+    assert len([r for r in cluster.reads if r['metadata']]) == 1
+    # settle_timeout=0 (the function's default): one read, the passing client kept
+    cluster = WatchedCluster({'rbd/a': [B, CONTROLLER]}, passing={('rbd/a', CONTROLLER): 1})
+    out = _fence(cluster, ['rbd/a'])
+    assert [k['address'] for k in out['plan']['kept']] == [CONTROLLER] and out['passed'] == []
+    assert len([r for r in cluster.reads if r['metadata']]) == 1
+
+
+def test_fence_failed_nodes_a_node_not_proven_down_is_not_waited_for():
+    cluster = WatchedCluster({'rbd/a': [B, CONTROLLER]})
+    t = _FakeTime()
+    out = _fence(cluster, ['rbd/a'], lease_b=5, lease_grace=120, time=t, settle_timeout=10)
+    assert out['plan']['refused'] and t.now == 0 and len(cluster.reads) == 1

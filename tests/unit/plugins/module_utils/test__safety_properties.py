@@ -30,6 +30,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety imp
     failover_volumes,
     fence_cidrs,
     fence_plan,
+    watchers_to_settle,
     lock_plan,
     recovery_plan,
     release_plan,
@@ -319,6 +320,14 @@ def test_I1_never_fences_a_ready_or_shared_or_daemon_address(case):
                       daemon_addresses=[text for text, _host in daemons], fence_unknown=fence_unknown, force=force,
                       now=NOW)
     check_I1_fence_plan(cluster, failed, images, daemons, fence_unknown, force, plan)
+    # read again only for kept clients of a node proven down that no node lists (never a node's, a
+    # daemon's or an unreadable address): waiting for them cannot outlast a live node's client
+    daemon_hosts = set(host for _text, host in daemons)
+    for image, address in watchers_to_settle(plan):
+        host = TRUTH[address]
+        assert (image, address) in set((k['image'], k['address']) for k in plan['kept'])
+        assert host is not None and not owners(cluster, host) and host not in daemon_hosts, address
+        assert provably_down(cluster, failed, force), 'waits on %s for a live node %s' % (address, failed)
     result = fence_cidrs(failed, cluster.nodes, cluster.leases, lease_grace=LEASE_GRACE, force=force, now=NOW)
     check_I1_fence_cidrs(cluster, failed, force, result)
 
