@@ -34,6 +34,8 @@ import threading
 import time
 import xml.etree.ElementTree as ElementTree
 
+import test_timings  # scripts/test_timings.py: the slowest tests and seconds by area
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
 RESULTS = os.path.join(REPO, ".cache", "results")
@@ -229,6 +231,8 @@ def on_lab(stage, lab, controller_paths, bindings=True, pytest_extra=()):
     results = []
     try:
         env = lab.test_env()
+        os.makedirs(os.path.join(RESULTS, stage), exist_ok=True)
+        env["VOLFENCE_TEST_TIMINGS"] = os.path.join(RESULTS, stage, "timings.jsonl")  # tests/integration/conftest.py
         if controller_paths:
             results.append(run_logged(stage, pytest_cmd(stage, VENV_PY, controller_paths, pytest_extra), env=env))
         if bindings:
@@ -337,6 +341,10 @@ def main(argv):
     for thread in threads:
         thread.join()
 
+    # where the time went, before the summary (whose last line stays the closing count)
+    with PRINT_LOCK:
+        test_timings.report(names, dict((n, outcome[n][1]) for n in names if n in outcome))
+        sys.stdout.flush()
     totals = {"passed": 0, "failed": 0, "skipped": 0}
     failed_stages = []
     tests = {}

@@ -5,8 +5,36 @@ import os
 
 import pytest
 
+import labtools
+from kubeemu.wait import WAITED
 from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env, undo_failover
 from volfence_lab import clocks
+
+# scripts/run_tests.py sets it: one JSON line per test, where its seconds went (its report sums them by area)
+TIMINGS_FILE = os.environ.get("VOLFENCE_TEST_TIMINGS")
+PHASES = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    labtools.SPENT.clear()
+    waited = WAITED["seconds"]
+    PHASES[item.nodeid] = {}
+    yield
+    phases = PHASES.pop(item.nodeid, {})
+    if not TIMINGS_FILE:
+        return
+    spent = dict(labtools.SPENT)
+    spent["waiting in the test (kubeemu wait_until)"] = WAITED["seconds"] - waited
+    line = json.dumps(dict(id=item.nodeid, phases=phases, spent=dict((k, round(v, 3)) for k, v in spent.items()
+                                                                      if v > 0)))
+    with open(TIMINGS_FILE, "a") as handle:  # one write per line: several workers append to one file
+        handle.write(line + "\n")
+
+
+def pytest_runtest_logreport(report):
+    if report.nodeid in PHASES:
+        PHASES[report.nodeid][report.when] = round(report.duration, 3)
 
 
 def pytest_configure(config):

@@ -3,17 +3,39 @@
 A plain module (not conftest) so test files can import it by name: several conftest.py files
 exist under tests/integration and pytest would hand a test the wrong one."""
 
+import contextlib
+import datetime
 import glob
 import json
 import os
 import subprocess
+import time
 import uuid
 
 from kubeemu.client import ApiError
 from kubeemu.wait import wait_until  # noqa: F401  (the tests' one way to wait, imported from here)
+from volfence_lab.lab import TIMINGS_ENV, TIMINGS_PREFIX
 from volfence_lab.lab import read_env as read_lab_env  # noqa: F401  (the lab's own rule for where a lab lives)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Seconds of the current test by kind of work (conftest.py writes them per test for the report of
+# scripts/run_tests.py): the lab's CLI (building scenarios, holders, nodes) and what it waited for,
+# Ansible's start-up and its tasks, the Ceph CLI. Waiting in the test itself is kubeemu's WAITED.
+SPENT = {}
+
+
+def spent(kind, seconds):
+    SPENT[kind] = SPENT.get(kind, 0.0) + seconds
+
+
+@contextlib.contextmanager
+def timed(kind):
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        spent(kind, time.monotonic() - started)
 # The lab's command (tools/lab), as `make lab-up` runs it: from the project virtualenv, where make setup
 # installs it (also when a test runs under another Python, as the bindings tests do).
 LAB_CLI = [os.path.join(REPO, ".venv", "bin", "python"), "-m", "volfence_lab"]
@@ -42,8 +64,9 @@ class Lab(object):
         return ["-c", self.conf, "-k", self.keyring, "-n", "client." + self.user]
 
     def cli(self, tool, *args, check=True):
-        proc = subprocess.run([self.tool(tool)] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        with timed("ceph CLI"):
+            proc = subprocess.run([self.tool(tool)] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
         if check and proc.returncode != 0:
             raise AssertionError("%s %s failed rc=%d: %s" % (tool, " ".join(args), proc.returncode, proc.stderr))
         return proc
@@ -63,8 +86,16 @@ class Lab(object):
         return name
 
     def lab(self, *args):
-        proc = subprocess.run(LAB_CLI + list(args), env=self._lab_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, timeout=120)
+        started = time.monotonic()
+        proc = subprocess.run(LAB_CLI + list(args), env=dict(self._lab_env, **{TIMINGS_ENV: "1"}),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        total = time.monotonic() - started
+        waiting = 0.0
+        for line in proc.stderr.splitlines():
+            if line.startswith(TIMINGS_PREFIX):
+                waiting = json.loads(line[len(TIMINGS_PREFIX):])["waiting"]
+        spent("lab CLI %s: waiting for the lab" % args[0], waiting)
+        spent("lab CLI %s: working" % args[0], total - waiting)
         if proc.returncode != 0:
             raise AssertionError("lab.py %s failed: %s %s" % (" ".join(args), proc.stdout, proc.stderr))
         return proc.stdout
@@ -132,9 +163,27 @@ def mode_options(check=False, diff=False):
 
 
 def _run_ansible(cmd, check, diff, extra_env, timeout):
+    started, wall = time.monotonic(), time.time()
     proc = subprocess.run(cmd + mode_options(check, diff), cwd=REPO, env=ansible_env(extra_env),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
-    return AnsibleRun(proc)
+    run = AnsibleRun(proc)
+    total = time.monotonic() - started
+    first = _first_task_start(run.data)
+    startup = min(total, max(0.0, first - wall)) if first is not None else total
+    spent("ansible: start-up", startup)
+    spent("ansible: tasks", total - startup)
+    return run
+
+
+def _first_task_start(data):
+    """When the run's first task started (epoch seconds; the json callback's UTC ISO times), or None."""
+    for play in data.get("plays", []):
+        for task in play.get("tasks", []):
+            start = (task.get("task", {}).get("duration") or {}).get("start")
+            if start:
+                when = datetime.datetime.strptime(start.rstrip("Z")[:26], "%Y-%m-%dT%H:%M:%S.%f")
+                return when.replace(tzinfo=datetime.timezone.utc).timestamp()
+    return None
 
 
 def run_module(inventory, host, module, args, check=False, diff=False, extra_env=None):

@@ -37,7 +37,7 @@ import time
 import uuid
 
 import kubeemu
-from kubeemu.wait import wait_until
+from kubeemu.wait import WAITED, wait_until
 
 from volfence_lab import ceph_releases
 from volfence_lab import clocks as clockmod
@@ -788,8 +788,14 @@ def scenario_options(args):
     return given
 
 
+# With TIMINGS_ENV set, every command ends with a line on stderr: TIMINGS_PREFIX and JSON {seconds, waiting}.
+TIMINGS_ENV = "VOLFENCE_LAB_TIMINGS"
+TIMINGS_PREFIX = "volfence_lab timings: "
+
+
 def main(argv=None):
     from volfence_lab.scenarios import SCENARIOS
+    started = time.monotonic()
     parser = argparse.ArgumentParser(prog="python -m volfence_lab", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("up", help="start the lab (removes any earlier one first)")
@@ -865,6 +871,11 @@ def main(argv=None):
     except LabError as exc:
         sys.stderr.write("lab: error: %s\n" % exc)
         return 1
+    finally:
+        if os.environ.get(TIMINGS_ENV):
+            # where a command's seconds went, for the tests' timing report (tests/integration/labtools.py)
+            sys.stderr.write("%s%s\n" % (TIMINGS_PREFIX, json.dumps(dict(
+                seconds=round(time.monotonic() - started, 3), waiting=round(WAITED["seconds"], 3)))))
     return 0
 
 
