@@ -372,10 +372,9 @@ class NodeAgent(object):
         pidfile = labmod.holder_pidfile(self.cfg, self.node, image, "stage")
         try:
             pid = int(open(pidfile).read())
-            os.kill(pid, 0)
-            return pid
         except (OSError, ValueError):
             return None
+        return pid if labmod.alive(pid) else None
 
     def image_lock(self, image):
         with self.lock:

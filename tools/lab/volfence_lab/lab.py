@@ -583,14 +583,21 @@ def stop(cfg, name):
     except OSError:
         pass
     deadline = time.time() + 5
-    while time.time() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            break
-        time.sleep(0.1)
+    while time.time() < deadline and alive(pid):
+        time.sleep(0.05)
     os.unlink(path)
     return True
+
+
+def alive(pid):
+    """Whether process `pid` still runs. A zombie does not: it exited and waits for its reaper (a
+    container's PID 1 may reap only every few seconds, and os.kill(pid, 0) succeeds until then)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            # state is the field after the command's closing parenthesis
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (IOError, OSError, IndexError):
+        return False
 
 
 def kubelet_dir(cfg, node):
