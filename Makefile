@@ -7,12 +7,13 @@ PY := $(VENV)/bin/python
 LAB := $(PY) -m volfence_lab
 NODE ?= node-b
 
-.PHONY: help setup demo test sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release \
+.PHONY: help setup demo test check sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release \
 	lab-kill-node lab-revive-node lab-scenario bench release-check docs clean
 
 help:
 	@echo "make demo        set up this machine, start the lab, run the main job on it, clean up"
 	@echo "make test        set up and run every test (sanity, unit, integration on the lab)"
+	@echo "make check [BASE=HEAD~3]  the fast loop: sanity and the tests of what the change touches"
 	@echo "make lab-up | lab-down | lab-status"
 	@echo "make lab-exec NODE=node-b CMD='rbd status rbd/img'"
 	@echo "make lab-hold NODE=node-b IMAGE=rbd/img [LOCK_ID=kubelet_lock_magic_node-b]"
@@ -37,6 +38,11 @@ test: setup
 
 sanity: setup
 	@scripts/ansible_test.sh sanity
+
+# The fast loop: sanity, and the unit and integration tests of what the work not yet committed touches
+# (BASE=HEAD~3: the last three commits too). make test stays the whole suite.
+check: setup
+	@$(PY) scripts/quick_check.py $(if $(BASE),--base $(BASE))
 
 units: setup
 	@scripts/ansible_test.sh units

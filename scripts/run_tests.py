@@ -52,7 +52,7 @@ CEPH_FACING = [os.path.join(INTEGRATION, d) for d in ("ceph", "compat")]
 BINDINGS = os.path.join(INTEGRATION, "bindings")
 # The default release's suite in two shards of about equal length, each on its own lab.
 INTEGRATION_SHARDS = [
-    ["k8s", "playbooks", "fuse", "eda"],
+    ["k8s", "playbooks", "fuse", "eda", "devtools"],
     ["battery", "awx", "release", "roles", "lab", "ceph", "compat"],
 ]
 # The development tools (tools/<name>: pyproject.toml, tests/ beside the package) test themselves.
