@@ -8,12 +8,12 @@ Stages (all by default, or name some): sanity, sanity-oldest, units, tools, inte
   tools          the development tools' own tests (tools/<name>/tests: the Kubernetes API emulator,
                  the lab's pure parts), no lab needed
   integration    the whole integration suite on a lab of the default Ceph release (Tentacle 20),
-                 in shards on labs of their own (INTEGRATION_SHARDS)
+                 in shards of about equal measured length (tests/durations.json), on labs of their own
   ceph-18        the Ceph-facing integration tests on a Reef 18.2 lab
   ceph-16        the same on a Pacific 16.2 lab
 
-The stages run in lanes, side by side: a lab-bound test spends much of its time waiting for the
-lab, so three lanes keep both cores busy. Within a lane the stages run one after another. Each lab
+The stages run in lanes, side by side (LANES): a lab-bound test spends much of its time waiting for
+the lab, so the lab stages each have a lane and keep both cores busy. Within a lane the stages run one after another. Each lab
 stage starts its own lab (its own names, subnet, ports and folder: a developer's `make lab-up` lab
 survives) and always stops it.
 
@@ -25,6 +25,7 @@ of its runs failed. Exit status is non-zero when any stage failed.
 """
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -50,11 +51,11 @@ INTEGRATION = os.path.join("tests", "integration")
 # Tests that talk to Ceph and nothing else: they run on every release.
 CEPH_FACING = [os.path.join(INTEGRATION, d) for d in ("ceph", "compat")]
 BINDINGS = os.path.join(INTEGRATION, "bindings")
-# The default release's suite in two shards of about equal length, each on its own lab.
-INTEGRATION_SHARDS = [
-    ["k8s", "playbooks", "fuse", "eda", "devtools"],
-    ["battery", "awx", "release", "roles", "lab", "ceph", "compat"],
-]
+# The default release's suite in shards of about equal measured length, each on its own lab: test files
+# are dealt out longest first to the shard with the least so far, on the seconds tests/durations.json
+# recorded (scripts/test_timings.py --save); a file it does not know counts as its folder's median.
+SHARD_COUNT = 2
+DURATIONS = os.path.join(REPO, "tests", "durations.json")
 # The development tools (tools/<name>: pyproject.toml, tests/ beside the package) test themselves.
 TOOLS = os.path.join(REPO, "tools")
 
@@ -236,7 +237,8 @@ def on_lab(stage, lab, controller_paths, bindings=True, pytest_extra=()):
         if controller_paths:
             results.append(run_logged(stage, pytest_cmd(stage, VENV_PY, controller_paths, pytest_extra), env=env))
         if bindings:
-            results.append(run_logged(stage, pytest_cmd(stage, lab.bindings_python(), [BINDINGS]), env=env))
+            files = [BINDINGS] if bindings is True else list(bindings)
+            results.append(run_logged(stage, pytest_cmd(stage, lab.bindings_python(), files), env=env))
     finally:
         lab.down(stage)
     return results
@@ -254,10 +256,54 @@ def stage_tools(stage):
     return [run_logged(stage, pytest_cmd(stage, VENV_PY, [folder])) for folder in tool_test_folders()]
 
 
+def integration_files():
+    """Every integration test file (repository-relative), the Ceph bindings tests' included."""
+    out = []
+    for top, dirs, files in os.walk(os.path.join(REPO, INTEGRATION)):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        out += [os.path.relpath(os.path.join(top, f), REPO) for f in files if f.startswith("test_") and f.endswith(".py")]
+    return sorted(out)
+
+
+def measured_seconds():
+    try:
+        with open(DURATIONS) as handle:
+            return json.load(handle).get("integration") or {}
+    except (IOError, OSError, ValueError):
+        return {}
+
+
+def cut_shards(files, seconds, count):
+    """[[file]] * count: longest first, each to the shard with the fewest seconds so far; a file not
+    measured counts as the median of its folder's measured files (else of all). Deterministic."""
+    def folder(path):
+        return os.path.dirname(path)
+    known = sorted(v for v in seconds.values())
+    overall = known[len(known) // 2] if known else 30.0
+    by_folder = {}
+    for path, value in seconds.items():
+        by_folder.setdefault(folder(path), []).append(value)
+
+    def estimate(path):
+        if path in seconds:
+            return seconds[path]
+        values = sorted(by_folder.get(folder(path), []))
+        return values[len(values) // 2] if values else overall
+    shards = [[] for _ in range(count)]
+    loads = [0.0] * count
+    for path in sorted(files, key=lambda p: (-estimate(p), p)):
+        lightest = loads.index(min(loads))
+        shards[lightest].append(path)
+        loads[lightest] += estimate(path)
+    return [sorted(shard) for shard in shards], loads
+
+
 def integration_shard(index):
     def stage(name):
-        paths = [os.path.join(INTEGRATION, d) for d in INTEGRATION_SHARDS[index]]
-        return on_lab(name, TestLab("i%d" % index, "20"), paths, bindings=(index == len(INTEGRATION_SHARDS) - 1))
+        shards, _loads = cut_shards(integration_files(), measured_seconds(), SHARD_COUNT)
+        paths = [p for p in shards[index] if not p.startswith(BINDINGS + os.sep)]
+        bindings = [p for p in shards[index] if p.startswith(BINDINGS + os.sep)]
+        return on_lab(name, TestLab("i%d" % index, "20"), paths, bindings=bindings)
     return stage
 
 
@@ -271,13 +317,12 @@ def ceph_release_stage(release):
 
 
 def check_shards():
-    """Every integration test folder is in exactly one shard (a new folder must not be left out)."""
-    folders = sorted(d for d in os.listdir(os.path.join(REPO, INTEGRATION))
-                     if os.path.isdir(os.path.join(REPO, INTEGRATION, d)) and d != "bindings"
-                     and any(f.startswith("test_") for f in os.listdir(os.path.join(REPO, INTEGRATION, d))))
-    sharded = sorted(d for shard in INTEGRATION_SHARDS for d in shard)
-    if folders != sharded:
-        raise SystemExit("run_tests.py: INTEGRATION_SHARDS %s does not match the test folders %s" % (sharded, folders))
+    """Every integration test file is in exactly one shard; no test file under tools/ is left out."""
+    files = integration_files()
+    shards, _loads = cut_shards(files, measured_seconds(), SHARD_COUNT)
+    dealt = sorted(p for shard in shards for p in shard)
+    if dealt != files:
+        raise SystemExit("run_tests.py: the shards %s do not hold the test files %s once each" % (dealt, files))
     # The tools stage runs tools/<name>/tests: a test file anywhere else under tools/ would never run.
     stray = [os.path.relpath(os.path.join(top, f), REPO) for top, _dirs, files in os.walk(TOOLS)
              for f in files if f.startswith("test_") and f.endswith(".py")
@@ -287,16 +332,18 @@ def check_shards():
 
 
 STAGES = {"sanity": stage_sanity, "sanity-oldest": stage_sanity_oldest, "units": stage_units, "tools": stage_tools}
-INTEGRATION_STAGES = ["integration-%d" % (i + 1) for i in range(len(INTEGRATION_SHARDS))]
+INTEGRATION_STAGES = ["integration-%d" % (i + 1) for i in range(SHARD_COUNT)]
 for _i, _name in enumerate(INTEGRATION_STAGES):
     STAGES[_name] = integration_shard(_i)
 STAGES["ceph-18"] = ceph_release_stage("18")
 STAGES["ceph-16"] = ceph_release_stage("16")
 ALIASES = {"integration": INTEGRATION_STAGES}
-# Three lanes. The lab stages mostly wait (for Ceph, for the simulated kubelets: the Ceph-facing
-# tests keep the load average under 1 on this 2-core machine), so the other releases' Ceph-facing
-# stages run in a lane of their own beside the two shards of the default release's suite.
-LANES = [["tools", "integration-1"], ["sanity", "sanity-oldest", "integration-2"], ["units", "ceph-18", "ceph-16"]]
+# Lanes side by side; within a lane the stages run one after another. ansible-test runs one at a time
+# (scripts/ansible_test.sh holds a lock: its tree copy is shared), so sanity, sanity-oldest and units
+# make one lane instead of holding an integration shard back while they wait for each other. The lab
+# stages mostly wait (for Ceph, for the simulated kubelets), so each has a lane of its own.
+LANES = [["units", "sanity", "sanity-oldest"], ["tools"] + INTEGRATION_STAGES[:1]] \
+    + [[name] for name in INTEGRATION_STAGES[1:]] + [["ceph-18"], ["ceph-16"]]
 
 
 def main(argv):
@@ -304,7 +351,9 @@ def main(argv):
     if argv[:1] in (["-h"], ["--help"]):
         say(__doc__.strip() + "\n\nStages by lane: " + "; ".join(", ".join(lane) for lane in LANES)
             + "\nTool tests: " + ", ".join(tool_test_folders())
-            + "\nIntegration shards: " + "; ".join(", ".join(shard) for shard in INTEGRATION_SHARDS))
+            + "\nIntegration shards (measured seconds): " + "; ".join(
+                "%d files, %.0f s" % (len(shard), load) for shard, load in zip(*cut_shards(
+                    integration_files(), measured_seconds(), SHARD_COUNT))))
         return 0
     names = []
     for name in argv or [n for lane in LANES for n in lane]:

@@ -11,7 +11,9 @@ its own (`.venv/bin/python scripts/test_timings.py [stage ...]`, from .cache/res
   until its first task, then its tasks), the Ceph CLI, waiting in the test process, and the rest
   (asserting, API reads, teardown).
 
-It also writes .cache/results/durations.json: {test id: seconds} (the lanes are balanced on it).
+It also writes .cache/results/durations.json: {test id: seconds}. With --save it records in
+tests/durations.json each integration test file's seconds and each stage's wall time of that run:
+scripts/run_tests.py splits the integration suite into shards of about equal measured length on it.
 """
 
 import collections
@@ -143,9 +145,45 @@ def report(stages, stage_seconds=None, out=sys.stdout):
                                  for label in labels if row[label] >= 0.5) + "\n")
 
 
+def file_seconds(stages):
+    """{test file: seconds} summed over the junit test cases of `stages` (pytest's classname is the
+    file's dotted path, then any class)."""
+    out = collections.defaultdict(float)
+    for stage in stages:
+        for path in sorted(glob.glob(os.path.join(RESULTS, stage, "*.xml"))):
+            try:
+                cases = list(ElementTree.parse(path).getroot().iter("testcase"))
+            except ElementTree.ParseError:
+                continue
+            for case in cases:
+                parts = case.get("classname", "").split(".")
+                module = next((i for i, part in enumerate(parts) if part.startswith("test_")), None)
+                if module is not None:
+                    out["/".join(parts[:module + 1]) + ".py"] += float(case.get("time") or 0)
+    return dict((k, round(v, 1)) for k, v in sorted(out.items()))
+
+
+def save(stages, path=None):
+    """Record the integration files' seconds in tests/durations.json (what the shards are cut on)."""
+    path = path or os.path.join(REPO, "tests", "durations.json")
+    integration = [s for s in stages if s.startswith("integration-")]
+    record = {"comment": "seconds of each integration test file in one make test run (scripts/test_timings.py "
+                         "--save); scripts/run_tests.py cuts the shards on them",
+              "integration": file_seconds(integration)}
+    with open(path, "w") as handle:
+        json.dump(record, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+    return record
+
+
 def main(argv):
+    saving = "--save" in argv
+    argv = [a for a in argv if a != "--save"]
     stages = argv or sorted(d for d in os.listdir(RESULTS) if os.path.isdir(os.path.join(RESULTS, d)))
     report(stages)
+    if saving:
+        record = save(stages)
+        print("saved %d files' seconds to tests/durations.json" % len(record["integration"]))
     return 0
 
 
