@@ -123,6 +123,11 @@ def seed(api, admin, count):
         "spec": {"provisioner": DRIVER, "parameters": {
             "csiaddons.openshift.io/networkfence-secret-name": "rook-csi-rbd-provisioner",
             "csiaddons.openshift.io/networkfence-secret-namespace": "rook-ceph"}}})
+    # Rook's ceph-csi configuration lists the cluster's monitors (ConfigMap rook-ceph-csi-config, key
+    # csi-cluster-config-json): the role checks no fence holds one, and refuses where none can be read.
+    admin.seed({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rook-ceph-csi-config", "namespace": "rook-ceph"},
+        "data": {"csi-cluster-config-json": json.dumps([{"clusterID": "rook-ceph", "monitors": ["192.0.2.254:6789"]}])}})
     admin.seed({
         "apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "CSIAddonsNode",
         "metadata": {"name": "csi-rbdplugin-provisioner", "namespace": "rook-ceph"},
