@@ -42,27 +42,33 @@ def area_of(test_id):
     return parts[0] or "other"
 
 
-def junit_cases(stage):
-    """[(test id, seconds)] of the stage's junit files (ids as run_tests.test_outcomes makes them)."""
-    out = []
+def testcases(stage):
+    """The junit <testcase> elements of the stage's result files (an unreadable file is skipped)."""
     for path in sorted(glob.glob(os.path.join(RESULTS, stage, "*.xml"))):
         try:
             cases = list(ElementTree.parse(path).getroot().iter("testcase"))
         except ElementTree.ParseError:
             continue
         for case in cases:
-            name = re.sub(r"-python-\d+(\.\d+)*$", "", case.get("name", ""))
-            classname = case.get("classname", "")
-            if "sanity" in stage:
-                test_id = "sanity::%s" % name
-            elif classname.startswith(("tests.", "tools.")):
-                # pytest's classname: dotted module path (and class); back to a path-like id
-                module, _, rest = classname.partition(".test_")
-                test_id = "%s/test_%s::%s" % (module.replace(".", "/"), rest.replace(".", "::"), name) \
-                    if rest else "%s::%s" % (classname, name)
-            else:
-                test_id = "%s::%s" % (classname, name)
-            out.append((test_id, float(case.get("time") or 0)))
+            yield case
+
+
+def junit_cases(stage):
+    """[(test id, seconds)] of the stage's junit files (ids as run_tests.test_outcomes makes them)."""
+    out = []
+    for case in testcases(stage):
+        name = re.sub(r"-python-\d+(\.\d+)*$", "", case.get("name", ""))
+        classname = case.get("classname", "")
+        if "sanity" in stage:
+            test_id = "sanity::%s" % name
+        elif classname.startswith(("tests.", "tools.")):
+            # pytest's classname: dotted module path (and class); back to a path-like id
+            module, _, rest = classname.partition(".test_")
+            test_id = "%s/test_%s::%s" % (module.replace(".", "/"), rest.replace(".", "::"), name) \
+                if rest else "%s::%s" % (classname, name)
+        else:
+            test_id = "%s::%s" % (classname, name)
+        out.append((test_id, float(case.get("time") or 0)))
     return out
 
 
@@ -150,16 +156,11 @@ def file_seconds(stages):
     file's dotted path, then any class)."""
     out = collections.defaultdict(float)
     for stage in stages:
-        for path in sorted(glob.glob(os.path.join(RESULTS, stage, "*.xml"))):
-            try:
-                cases = list(ElementTree.parse(path).getroot().iter("testcase"))
-            except ElementTree.ParseError:
-                continue
-            for case in cases:
-                parts = case.get("classname", "").split(".")
-                module = next((i for i, part in enumerate(parts) if part.startswith("test_")), None)
-                if module is not None:
-                    out["/".join(parts[:module + 1]) + ".py"] += float(case.get("time") or 0)
+        for case in testcases(stage):
+            parts = case.get("classname", "").split(".")
+            module = next((i for i, part in enumerate(parts) if part.startswith("test_")), None)
+            if module is not None:
+                out["/".join(parts[:module + 1]) + ".py"] += float(case.get("time") or 0)
     return dict((k, round(v, 1)) for k, v in sorted(out.items()))
 
 
