@@ -143,8 +143,8 @@ def report(stages, stage_seconds=None, out=sys.stdout):
             rows["%s %s" % (stage, area)] = row
     if rows:
         labels = ["in fixture setup"] + [label for label, _ in KINDS] + [OTHER]
-        w("\n===== where the integration tests' seconds went (summed per area; %% of its test time; a test that runs "
-          "commands in threads can pass 100%%)\n")
+        w("\n===== where the integration tests' seconds went (summed per area; % of its test time; a test that runs "
+          "commands in threads can pass 100%)\n")
         for name, row in sorted(rows.items(), key=lambda kv: -kv[1]["total"]):
             total = row["total"] or 1.0
             w("%s: %d tests, %.0f s\n" % (name, row["tests"], row["total"]))
