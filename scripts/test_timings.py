@@ -54,7 +54,8 @@ def testcases(stage):
 
 
 def junit_cases(stage):
-    """[(test id, seconds)] of the stage's junit files (ids as run_tests.test_outcomes makes them)."""
+    """[(test id, seconds)] of the stage's junit files, ids path-like (tests/x/test_y::name) so that
+    area_of() can place them; sanity tests as sanity::<name>."""
     out = []
     for case in testcases(stage):
         name = re.sub(r"-python-\d+(\.\d+)*$", "", case.get("name", ""))

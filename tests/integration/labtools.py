@@ -36,6 +36,8 @@ def timed(kind):
         yield
     finally:
         spent(kind, time.monotonic() - started)
+
+
 # The lab's command (tools/lab), as `make lab-up` runs it: from the project virtualenv, where make setup
 # installs it (also when a test runs under another Python, as the bindings tests do).
 LAB_CLI = [os.path.join(REPO, ".venv", "bin", "python"), "-m", "volfence_lab"]
