@@ -82,7 +82,7 @@ def timing_lines(stage):
 
 
 KINDS = [("lab CLI: waiting for the lab", "waiting for the lab"), ("lab CLI: working", "working"),
-         ("ansible: start-up", "ansible: start-up"), ("ansible: tasks", "ansible: tasks"), ("ceph CLI", "ceph CLI"),
+         ("ansible: start-up", "ansible: start-up"), ("ansible: tasks", "ansible: tasks"), ("Ceph: CLI and test clients", "ceph "),
          ("waiting in the test process", "waiting in the test")]
 OTHER = "other (test code: asserting, API reads)"
 

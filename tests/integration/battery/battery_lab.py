@@ -18,13 +18,15 @@ renewals, resourceVersion) does not count as a change.
 import concurrent.futures
 import json
 import os
+import subprocess
 
 from kubeemu.client import ApiError
 from kubeemu.wait import wait_until
 
-from labtools import build_release_mirror, clear_foreign_attachments, lab_kube, lab_subnet
+from labtools import build_release_mirror, clear_foreign_attachments, lab_kube, lab_subnet, timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CEPH_STATE = os.path.join(HERE, "ceph_state.py")
 
 CSI_NAMESPACE = "ceph-csi"
 DECOY_FENCE = "volfence-node-c"
@@ -65,6 +67,18 @@ def normalise(kind, obj):
             spec.pop(key, None)
         obj["spec"] = spec
     return obj
+
+
+def json_documents(text):
+    """The JSON documents of a text printed back to back (osd blocklist ls: addresses, then ranges)."""
+    text, docs, index = text.strip(), [], 0
+    decoder = json.JSONDecoder()
+    while index < len(text):
+        doc, index = decoder.raw_decode(text, index)
+        docs.append(doc)
+        while index < len(text) and text[index].isspace():
+            index += 1
+    return docs
 
 
 def object_key(obj):
@@ -200,48 +214,33 @@ class BatteryLab(object):
 
     # ------------------------------------------------------------------ snapshots
 
-    def _ceph_json(self, *args):
-        proc = self.lab.cli(args[0], *(list(args[1:]) + ["--format", "json"]), check=False)
-        if proc.returncode != 0:
-            return {"error": proc.stderr.strip()[-300:]}
-        text, docs, index = proc.stdout.strip(), [], 0
-        decoder = json.JSONDecoder()
-        while index < len(text):
-            doc, index = decoder.raw_decode(text, index)
-            docs.append(doc)
-            while index < len(text) and text[index].isspace():
-                index += 1
-        return docs[0] if len(docs) == 1 else docs
-
     def ceph_snapshot(self):
+        """Images, locks, watchers and blocklist of the lab's Ceph, read by one client (ceph_state.py)."""
         pool = self.lab.pool
+        with timed("ceph client: snapshot"):
+            proc = subprocess.run([self.lab.tool("ceph-python3"), CEPH_STATE, self.lab.conf, self.lab.keyring,
+                                   self.lab.user, pool], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, timeout=120)
+        if proc.returncode != 0:
+            raise AssertionError("ceph_state.py failed rc=%d: %s" % (proc.returncode, proc.stderr[-2000:]))
+        state = json.loads(proc.stdout)
         # The node plugins of the live nodes retry the stuck pods' mounts and open the images for a
         # moment each time: their watchers come and go on their own. The watchers that matter here
         # (held from node-b, the failed node) are kept; the collection never adds a watcher.
         live = set(ip for node, ip in self.lab.nodes.items() if node != "node-b")
-        images = sorted(self._ceph_json("rbd", "ls", "-p", pool))
-        blocklist = self._ceph_json("ceph", "osd", "blocklist", "ls")
-        jobs = {}
-        with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool_exec:
-            for image in images:
-                spec = "%s/%s" % (pool, image)
-                jobs[image] = (pool_exec.submit(self._ceph_json, "rbd", "lock", "ls", spec),
-                               pool_exec.submit(self._ceph_json, "rbd", "status", spec))
-        locks, watchers = {}, {}
-        for image, (lock_job, status_job) in jobs.items():
-            locks[image] = lock_job.result()
-            status = status_job.result()
-            watchers[image] = sorted(w.get("address") for w in status.get("watchers", [])
-                                     if w.get("address", "").split(":")[0] not in live) \
-                if isinstance(status, dict) and "watchers" in status else status
+        watchers = dict((image, [a for a in addresses if a.split(":")[0] not in live]
+                         if isinstance(addresses, list) else addresses)
+                        for image, addresses in state["watchers"].items())
+        if state["blocklist"] is None:
+            raise AssertionError("osd blocklist ls failed: %s" % state["blocklist_error"])
         entries = []
-        for doc in blocklist if isinstance(blocklist, list) else [blocklist]:
+        for doc in json_documents(state["blocklist"]):
             for item in doc if isinstance(doc, list) else [doc]:
                 if isinstance(item, dict):
                     entries.append("%s until %s" % (item.get("addr") or "cidr:" + str(item.get("range")),
                                                     item.get("until")))
-        return {"ceph_images": {"pool " + pool: images}, "ceph_blocklist": {"entries": sorted(entries)},
-                "ceph_locks": locks, "ceph_watchers": watchers}
+        return {"ceph_images": {"pool " + pool: state["images"]}, "ceph_blocklist": {"entries": sorted(entries)},
+                "ceph_locks": state["locks"], "ceph_watchers": watchers}
 
     def kube_snapshot(self):
         out = {}
