@@ -54,7 +54,7 @@ BINDINGS = os.path.join(INTEGRATION, "bindings")
 # The default release's suite in shards of about equal measured length, each on its own lab: test files
 # are dealt out longest first to the shard with the least so far, on the seconds tests/durations.json
 # recorded (scripts/test_timings.py --save); a file it does not know counts as its folder's median.
-SHARD_COUNT = 2
+SHARD_COUNT = 3
 DURATIONS = os.path.join(REPO, "tests", "durations.json")
 # The development tools (tools/<name>: pyproject.toml, tests/ beside the package) test themselves.
 TOOLS = os.path.join(REPO, "tools")
