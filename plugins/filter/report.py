@@ -2,13 +2,15 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A playbook's report as the job's artifact (set_stats): what an AWX job keeps after its
-execution environment is gone."""
+"""What a playbook's report is made of: each targeted host's outcome of a step (host_results), and
+the report as the job's artifact (set_stats), what an AWX job keeps after its execution environment
+is gone."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
@@ -30,6 +32,43 @@ def job_artifact(report, summary=None, report_path=None, limit=DEFAULT_LIMIT):
     return artifact
 
 
+def _reason(result):
+    """Why a host has no usable result of the step, or None when it has one."""
+    if result is None:
+        return 'no result: the run did not reach this host (an earlier failure, or not in the play)'
+    if not isinstance(result, Mapping):
+        return 'unexpected result: %r' % (result,)
+    if result.get('unreachable'):
+        return 'unreachable: %s' % (result.get('msg') or 'no message')
+    if result.get('failed'):
+        return 'failed: %s' % (result.get('msg') or 'no message')
+    if result.get('skipped'):
+        return 'skipped: %s' % (result.get('skip_reason') or 'the step did not run')
+    return None
+
+
+def host_results(hostvars, hosts, register):
+    """Each host's registered result of one step, sorted into the hosts where it worked and those
+    where it did not (failed, unreachable, skipped, never reached), so that a play over the hosts'
+    results reads only the first and the report names the others."""
+    if not isinstance(register, str) or not register:
+        raise AnsibleFilterError('host_results: register must be the name of a registered variable, got %r'
+                                 % (register,))
+    if isinstance(hosts, str) or not isinstance(hosts, Sequence):
+        raise AnsibleFilterError('host_results: hosts must be a list of inventory host names, got %s'
+                                 % type(hosts).__name__)
+    done, failed = {}, {}
+    for host in hosts:
+        host_vars = hostvars[host] if host in hostvars else {}
+        result = host_vars.get(register) if register in host_vars else None
+        reason = _reason(result)
+        if reason is None:
+            done[host] = result
+        else:
+            failed[host] = reason
+    return dict(done=done, failed=failed)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'job_artifact': job_artifact}
+        return {'job_artifact': job_artifact, 'host_results': host_results}

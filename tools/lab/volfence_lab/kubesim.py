@@ -289,6 +289,10 @@ class NodeAgent(object):
         self.kube = kube
         self.ip = cfg.node_ip(node)
         self.kubelet_dir = labmod.kubelet_dir(cfg, node)
+        # A kubelet makes its root directory and the pods and plugins folders under it when it
+        # starts (pkg/kubelet/kubelet.go, setupDataDirs), before any pod: a node always has them.
+        for folder in ("pods", "plugins"):
+            os.makedirs(os.path.join(self.kubelet_dir, folder), exist_ok=True)
         self.pool = ThreadPoolExecutor(max_workers=workers or AGENT_WORKERS, thread_name_prefix="pod-worker")
         self.lock = threading.Lock()
         self.inflight = set()     # uids of the pods a worker has (or will have)

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The report as a job artifact (plugins/filter/report.py)."""
+"""Hosts sorted by the outcome of a step, and the report as a job artifact (plugins/filter/report.py)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -10,7 +10,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.volfence.csi.plugins.filter.report import job_artifact
+from ansible_collections.volfence.csi.plugins.filter.report import host_results, job_artifact
 
 
 def test_a_report_that_fits_is_kept_whole_with_its_summary():
@@ -34,3 +34,40 @@ def test_values_that_are_not_json_become_text_and_bad_input_is_named():
     assert artifact['report'] == {'when': 'object', 'n': 1} and artifact['summary'] == []
     with pytest.raises(AnsibleFilterError, match='the report must be a mapping, got list'):
         job_artifact(['not', 'a', 'report'])
+
+
+HOSTVARS = {
+    'node-a': {'unmounted_step': {'changed': True, 'pod_uids': ['u1'], 'unmounted': [{'path': '/m'}]}},
+    'node-b': {'unmounted_step': {'failed': True, 'msg': 'kubelet_dir /x does not exist'}},
+    'node-c': {'unmounted_step': {'unreachable': True, 'msg': 'Failed to connect to the host via ssh'}},
+    'node-d': {'unmounted_step': {'skipped': True, 'skip_reason': 'Conditional result was False'}},
+    'node-e': {'other': 1},  # the step never ran there
+}
+
+
+def test_hosts_are_sorted_by_the_outcome_of_their_step_with_the_reason():
+    out = host_results(HOSTVARS, ['node-a', 'node-b', 'node-c', 'node-d', 'node-e', 'node-f'], 'unmounted_step')
+    assert out['done'] == {'node-a': HOSTVARS['node-a']['unmounted_step']}
+    assert out['failed'] == {
+        'node-b': 'failed: kubelet_dir /x does not exist',
+        'node-c': 'unreachable: Failed to connect to the host via ssh',
+        'node-d': 'skipped: Conditional result was False',
+        'node-e': 'no result: the run did not reach this host (an earlier failure, or not in the play)',
+        'node-f': 'no result: the run did not reach this host (an earlier failure, or not in the play)',
+    }
+
+
+def test_only_the_targeted_hosts_count():
+    assert host_results(HOSTVARS, ['node-a'], 'unmounted_step') == {
+        'done': {'node-a': HOSTVARS['node-a']['unmounted_step']}, 'failed': {}}
+    assert host_results(HOSTVARS, [], 'unmounted_step') == {'done': {}, 'failed': {}}
+
+
+@pytest.mark.parametrize('hosts, register, words', [
+    ('node-a', 'unmounted_step', 'hosts must be a list'),
+    (['node-a'], '', 'register must be the name'),
+    (['node-a'], None, 'register must be the name'),
+])
+def test_bad_arguments_are_named(hosts, register, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        host_results(HOSTVARS, hosts, register)
