@@ -7,7 +7,7 @@ import pytest
 
 import labtools
 from kubeemu.wait import WAITED
-from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env, undo_failover
+from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env, remove_incident, undo_failover
 from volfence_lab import clocks
 
 # scripts/run_tests.py sets it: one JSON line per test, where its seconds went (its report sums them by area)
@@ -106,10 +106,7 @@ def incident(clean_lab, kube):
         return state
     yield build
     for state in built:
-        if state.get("deployment"):
-            kube.delete("deployments", state["deployment"], "default")
-        if state.get("statefulset"):
-            kube.delete("statefulsets", state["statefulset"], "default")
+        remove_incident(kube, state)
     clear_foreign_attachments(kube)
     for node in clean_lab.nodes:
         clean_lab.lab("revive-node", node)

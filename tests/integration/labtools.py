@@ -5,6 +5,7 @@ exist under tests/integration and pytest would hand a test the wrong one."""
 
 import contextlib
 import datetime
+import errno
 import glob
 import json
 import os
@@ -213,15 +214,21 @@ def ceph_args(lab, backend, **extra):
     return args
 
 
+def json_documents(text):
+    """The JSON documents of a text printed back to back (`osd blocklist ls`: addresses, then ranges)."""
+    text, docs, index = text.strip(), [], 0
+    decoder = json.JSONDecoder()
+    while index < len(text):
+        doc, index = decoder.raw_decode(text, index)
+        docs.append(doc)
+        while index < len(text) and text[index].isspace():
+            index += 1
+    return docs
+
+
 def blocklist_until(lab):
     """{entry: until} of the blocklist, entries as `ceph osd blocklist ls` prints them (ranges as cidr:...)."""
-    out = lab.ceph("osd", "blocklist", "ls", "--format", "json").strip()
-    docs, index, decoder = [], 0, json.JSONDecoder()
-    while index < len(out):
-        doc, index = decoder.raw_decode(out, index)
-        docs.append(doc)
-        while index < len(out) and out[index].isspace():
-            index += 1
+    docs = json_documents(lab.ceph("osd", "blocklist", "ls", "--format", "json"))
     if len(docs) == 1 and isinstance(docs[0], dict):  # one object (ceph/ceph#65681)
         docs = [docs[0].get("blocklist", []), docs[0].get("range_blocklist", [])]
     entries = dict((e["addr"], e.get("until")) for e in docs[0])
@@ -268,6 +275,23 @@ def assert_fuse_pod_replaced(kube, state):
     new_mount = state["mount"].replace(state["pod_uid"], running[0]["metadata"]["uid"])
     assert wait_until(lambda: os.path.isdir(new_mount) and os.listdir(new_mount) is not None)
     return running[0]
+
+
+def remove_incident(kube, state):
+    """Take away what a scenario built for a test: its Deployment or StatefulSet, and for dead-fuse-mount
+    the dead mount (the seed's manual fix, `umount -l`), else its pod stays Terminating for good, as on a
+    real node: kubelet cannot tear a dead FUSE mount down. A test that only read or ran in check mode
+    leaves it dead, and a later failover of that node would find a volume it cannot make safe."""
+    if state.get("scenario") == "dead-fuse-mount":
+        try:
+            os.stat(state["mount"])
+        except OSError as exc:
+            if exc.errno == errno.ENOTCONN:
+                subprocess.run(["umount", "-l", state["mount"]], check=True)
+    if state.get("deployment"):
+        kube.delete("deployments", state["deployment"], state.get("namespace", "default"))
+    if state.get("statefulset"):
+        kube.delete("statefulsets", state["statefulset"], state.get("namespace", "default"))
 
 
 def running_elsewhere(kube, app, failed="node-b"):

@@ -23,7 +23,8 @@ import subprocess
 from kubeemu.client import ApiError
 from kubeemu.wait import wait_until
 
-from labtools import build_release_mirror, clear_foreign_attachments, lab_kube, lab_subnet, timed
+from labtools import build_release_mirror, clear_foreign_attachments, json_documents, lab_kube, lab_subnet,
+                      remove_incident, timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CEPH_STATE = os.path.join(HERE, "ceph_state.py")
@@ -67,18 +68,6 @@ def normalise(kind, obj):
             spec.pop(key, None)
         obj["spec"] = spec
     return obj
-
-
-def json_documents(text):
-    """The JSON documents of a text printed back to back (osd blocklist ls: addresses, then ranges)."""
-    text, docs, index = text.strip(), [], 0
-    decoder = json.JSONDecoder()
-    while index < len(text):
-        doc, index = decoder.raw_decode(text, index)
-        docs.append(doc)
-        while index < len(text) and text[index].isspace():
-            index += 1
-    return docs
 
 
 def object_key(obj):
@@ -142,8 +131,8 @@ class BatteryLab(object):
     def teardown(self):
         kube = self.kube
         for state in (self.stale_rbd_watcher, self.stale_rbd_lock):
-            if state and state.get("deployment"):
-                kube.delete("deployments", state["deployment"], "default")
+            if state:
+                remove_incident(kube, state)
         clear_foreign_attachments(kube)
         for fence in kube.list("networkfences"):
             kube.delete("networkfences", fence["metadata"]["name"])

@@ -9,6 +9,8 @@ import time
 import pytest
 from kubeemu.wait import wait_until
 
+from labtools import blocklist_entries
+
 
 @pytest.fixture
 def kube(lab):
@@ -150,20 +152,6 @@ def test_kill_and_revive_node(scenario, kube, lab):
     assert wait_until(lambda: lab.watchers(image) == [], timeout=10), "old clients are gone after a reboot"
 
 
-def blocklist(lab):
-    out = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
-    # two JSON arrays back to back (entries, then range entries)
-    decoder, pos, arrays = json.JSONDecoder(), 0, []
-    while True:
-        while pos < len(out) and out[pos].isspace():
-            pos += 1
-        if pos >= len(out):
-            break
-        value, pos = decoder.raw_decode(out, pos)
-        arrays.append(value)
-    return [e["addr"] for a in arrays for e in a]
-
-
 def test_csi_addons_stand_in_fences_and_unfences(clean_lab, kube):
     lab = clean_lab
     cidr = lab.nodes["node-c"] + "/32"
@@ -179,12 +167,12 @@ def test_csi_addons_stand_in_fences_and_unfences(clean_lab, kube):
     try:
         fenced = wait_until(lambda: (kube.get("networkfences", "lab-fence-node-c").get("status") or {}).get("result"))
         assert fenced == "Succeeded"
-        assert lab.nodes["node-c"] + ":0/0" in blocklist(lab)
+        assert lab.nodes["node-c"] + ":0/0" in blocklist_entries(lab)
         assert "csiaddons.openshift.io/network-fence" in kube.get("networkfences", "lab-fence-node-c")["metadata"]["finalizers"]
         kube.patch("networkfences", "lab-fence-node-c", {"spec": {"fenceState": "Unfenced"}})
         assert wait_until(lambda: kube.get("networkfences", "lab-fence-node-c")["status"].get("message")
                           == "unfencing operation successful")
-        assert lab.nodes["node-c"] + ":0/0" not in blocklist(lab)
+        assert lab.nodes["node-c"] + ":0/0" not in blocklist_entries(lab)
     finally:
         kube.delete("networkfences", "lab-fence-node-c")
     assert wait_until(lambda: kube.find("networkfences", "lab-fence-node-c") is None, timeout=10)

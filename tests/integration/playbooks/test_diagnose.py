@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from labtools import REPO, clear_foreign_attachments, run_playbook
+from labtools import REPO, clear_foreign_attachments, remove_incident, run_playbook
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "diagnose.yml")
 
@@ -22,8 +22,7 @@ def incidents(lab):
     from kubeemu.client import KubeClient, server_from_kubeconfig
     kube = KubeClient(server_from_kubeconfig(os.path.join(lab.dir, "kubeconfig")))
     for state in built.values():
-        if state.get("deployment"):
-            kube.delete("deployments", state["deployment"], "default")
+        remove_incident(kube, state)
     clear_foreign_attachments(kube)
     for node in lab.nodes:
         lab.lab("revive-node", node)

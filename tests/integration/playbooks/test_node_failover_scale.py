@@ -96,7 +96,7 @@ def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inv
     assert sorted(r["claim"] for r in report["replacements_running"]) == sorted(
         "%s/%s" % (state["namespace"], c) for c in state["claims"])
     assert not [r for r in report["replacements_running"] if r["node"] in failed]
-    assert report["out_of_service_taint_added"] == failed
+    assert report["out_of_service_taint_added"] == failed, json.dumps(report, indent=1)[:6000]
     # one blocklist call for both nodes, each node's marker holding only its own clients
     assert len(report["blocklist_actions"]) == len(report["fence_plan"]["fence"]) >= 2
     for node in failed:
