@@ -8,12 +8,14 @@ Stages (all by default, or name some): sanity, sanity-oldest, units, tools, inte
   tools          the development tools' own tests (tools/<name>/tests: the Kubernetes API emulator,
                  the lab's pure parts), no lab needed
   integration    the whole integration suite on a lab of the default Ceph release (Tentacle 20),
-                 in shards of about equal measured length (tests/durations.json), on labs of their own
+                 in shards (integration-1 ...), one at the end of each lane, each on a lab of its own
   ceph-18        the Ceph-facing integration tests on a Reef 18.2 lab
   ceph-16        the same on a Pacific 16.2 lab
 
 The stages run in lanes, side by side (LANES): a lab-bound test spends much of its time waiting for
-the lab, so the lab stages each have a lane and keep both cores busy. Within a lane the stages run one after another. Each lab
+the lab, so the lab stages each have a lane and keep both cores busy. Within a lane the stages run one
+after another; the integration files are dealt so that the lanes end together, on the seconds of the
+last run recorded in tests/durations.json (scripts/test_timings.py --save). Each lab
 stage starts its own lab (its own names, subnet, ports and folder: a developer's `make lab-up` lab
 survives) and always stops it.
 
@@ -51,10 +53,17 @@ INTEGRATION = os.path.join("tests", "integration")
 # Tests that talk to Ceph and nothing else: they run on every release.
 CEPH_FACING = [os.path.join(INTEGRATION, d) for d in ("ceph", "compat")]
 BINDINGS = os.path.join(INTEGRATION, "bindings")
-# The default release's suite in shards of about equal measured length, each on its own lab: test files
-# are dealt out longest first to the shard with the least so far, on the seconds tests/durations.json
-# recorded (scripts/test_timings.py --save); a file it does not know counts as its folder's median.
-SHARD_COUNT = 3
+# Lanes side by side; within a lane the stages run one after another, and every lane ends with a shard
+# of the default release's integration suite, on a lab of its own. ansible-test runs one at a time
+# (scripts/ansible_test.sh holds a lock: its tree copy is shared), so sanity, sanity-oldest and units
+# make one lane. The test files are dealt out, longest first, to the lane with the fewest seconds so
+# far, counting the seconds of the stages before its shard: so the lanes end together. Seconds are
+# those tests/durations.json recorded of a whole run (scripts/test_timings.py --save); a file it does
+# not know counts as its folder's median.
+LANES_BEFORE_SHARDS = [["units", "sanity", "sanity-oldest"], ["tools"], ["ceph-18"], ["ceph-16"], [], []]
+SHARD_COUNT = len(LANES_BEFORE_SHARDS)
+# A shard's own cost beside its files: its lab's up and down.
+SHARD_LAB_SECONDS = 20.0
 DURATIONS = os.path.join(REPO, "tests", "durations.json")
 # The development tools (tools/<name>: pyproject.toml, tests/ beside the package) test themselves.
 TOOLS = os.path.join(REPO, "tools")
@@ -265,17 +274,25 @@ def integration_files():
     return sorted(out)
 
 
-def measured_seconds():
+def measured(section):
+    """A section of tests/durations.json: "integration" ({file: seconds}) or "stages" ({stage: wall seconds})."""
     try:
         with open(DURATIONS) as handle:
-            return json.load(handle).get("integration") or {}
+            return json.load(handle).get(section) or {}
     except (IOError, OSError, ValueError):
         return {}
 
 
-def cut_shards(files, seconds, count):
-    """[[file]] * count: longest first, each to the shard with the fewest seconds so far; a file not
-    measured counts as the median of its folder's measured files (else of all). Deterministic."""
+def shard_start_loads():
+    """Each shard's seconds before its first file: the measured stages of its lane before it, and its lab."""
+    stages = measured("stages")
+    return [sum(stages.get(name, 0.0) for name in lane) + SHARD_LAB_SECONDS for lane in LANES_BEFORE_SHARDS]
+
+
+def cut_shards(files, seconds, start_loads):
+    """[[file]] per shard: longest first, each to the shard with the fewest seconds so far, a shard
+    starting at its start load; a file not measured counts as the median of its folder's measured
+    files (else of all). Deterministic."""
     def folder(path):
         return os.path.dirname(path)
     known = sorted(v for v in seconds.values())
@@ -289,8 +306,8 @@ def cut_shards(files, seconds, count):
             return seconds[path]
         values = sorted(by_folder.get(folder(path), []))
         return values[len(values) // 2] if values else overall
-    shards = [[] for _ in range(count)]
-    loads = [0.0] * count
+    shards = [[] for _ in start_loads]
+    loads = list(start_loads)
     for path in sorted(files, key=lambda p: (-estimate(p), p)):
         lightest = loads.index(min(loads))
         shards[lightest].append(path)
@@ -300,7 +317,7 @@ def cut_shards(files, seconds, count):
 
 def integration_shard(index):
     def stage(name):
-        shards, _loads = cut_shards(integration_files(), measured_seconds(), SHARD_COUNT)
+        shards, _loads = cut_shards(integration_files(), measured("integration"), shard_start_loads())
         paths = [p for p in shards[index] if not p.startswith(BINDINGS + os.sep)]
         bindings = [p for p in shards[index] if p.startswith(BINDINGS + os.sep)]
         return on_lab(name, TestLab("i%d" % index, "20"), paths, bindings=bindings)
@@ -319,7 +336,7 @@ def ceph_release_stage(release):
 def check_shards():
     """Every integration test file is in exactly one shard; no test file under tools/ is left out."""
     files = integration_files()
-    shards, _loads = cut_shards(files, measured_seconds(), SHARD_COUNT)
+    shards, _loads = cut_shards(files, measured("integration"), shard_start_loads())
     dealt = sorted(p for shard in shards for p in shard)
     if dealt != files:
         raise SystemExit("run_tests.py: the shards %s do not hold the test files %s once each" % (dealt, files))
@@ -338,12 +355,7 @@ for _i, _name in enumerate(INTEGRATION_STAGES):
 STAGES["ceph-18"] = ceph_release_stage("18")
 STAGES["ceph-16"] = ceph_release_stage("16")
 ALIASES = {"integration": INTEGRATION_STAGES}
-# Lanes side by side; within a lane the stages run one after another. ansible-test runs one at a time
-# (scripts/ansible_test.sh holds a lock: its tree copy is shared), so sanity, sanity-oldest and units
-# make one lane instead of holding an integration shard back while they wait for each other. The lab
-# stages mostly wait (for Ceph, for the simulated kubelets), so each has a lane of its own.
-LANES = [["units", "sanity", "sanity-oldest"], ["tools"] + INTEGRATION_STAGES[:1]] \
-    + [[name] for name in INTEGRATION_STAGES[1:]] + [["ceph-18"], ["ceph-16"]]
+LANES = [before + [shard] for before, shard in zip(LANES_BEFORE_SHARDS, INTEGRATION_STAGES)]
 
 
 def main(argv):
@@ -351,9 +363,9 @@ def main(argv):
     if argv[:1] in (["-h"], ["--help"]):
         say(__doc__.strip() + "\n\nStages by lane: " + "; ".join(", ".join(lane) for lane in LANES)
             + "\nTool tests: " + ", ".join(tool_test_folders())
-            + "\nIntegration shards (measured seconds): " + "; ".join(
-                "%d files, %.0f s" % (len(shard), load) for shard, load in zip(*cut_shards(
-                    integration_files(), measured_seconds(), SHARD_COUNT))))
+            + "\nLanes' measured seconds, with their integration shard: " + "; ".join(
+                "%.0f s (%d files)" % (load, len(shard)) for shard, load in zip(*cut_shards(
+                    integration_files(), measured("integration"), shard_start_loads()))))
         return 0
     names = []
     for name in argv or [n for lane in LANES for n in lane]:
@@ -390,6 +402,9 @@ def main(argv):
     for thread in threads:
         thread.join()
 
+    # each stage's wall time, for scripts/test_timings.py --save (the lanes are balanced on them)
+    with open(os.path.join(RESULTS, "stages.json"), "w") as handle:
+        json.dump(dict((n, round(outcome[n][1], 1)) for n in names if n in outcome), handle, indent=1, sort_keys=True)
     # where the time went, before the summary (whose last line stays the closing count)
     with PRINT_LOCK:
         try:

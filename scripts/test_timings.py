@@ -12,8 +12,9 @@ its own (`.venv/bin/python scripts/test_timings.py [stage ...]`, from .cache/res
   (asserting, API reads, teardown).
 
 It also writes .cache/results/durations.json: {test id: seconds}. With --save it records in
-tests/durations.json each integration test file's seconds and each stage's wall time of that run:
-scripts/run_tests.py splits the integration suite into shards of about equal measured length on it.
+tests/durations.json each integration test file's seconds and the wall time of each stage that is
+not an integration shard (from .cache/results/stages.json, written by scripts/run_tests.py), of
+that run: scripts/run_tests.py deals the integration files to its lanes on them.
 """
 
 import collections
@@ -170,9 +171,16 @@ def save(stages, path=None):
     """Record the integration files' seconds in tests/durations.json (what the shards are cut on)."""
     path = path or os.path.join(REPO, "tests", "durations.json")
     integration = [s for s in stages if s.startswith("integration-")]
-    record = {"comment": "seconds of each integration test file in one make test run (scripts/test_timings.py "
-                         "--save); scripts/run_tests.py cuts the shards on them",
-              "integration": file_seconds(integration)}
+    try:
+        with open(os.path.join(RESULTS, "stages.json")) as handle:
+            walls = json.load(handle)
+    except (IOError, OSError, ValueError):
+        walls = {}
+    record = {"comment": "seconds of each integration test file, and wall seconds of the other stages, in one "
+                         "make test run (scripts/test_timings.py --save); scripts/run_tests.py deals the "
+                         "integration files to its lanes on them",
+              "integration": file_seconds(integration),
+              "stages": dict((k, v) for k, v in sorted(walls.items()) if not k.startswith("integration-"))}
     with open(path, "w") as handle:
         json.dump(record, handle, indent=1, sort_keys=True)
         handle.write("\n")
