@@ -23,8 +23,8 @@ import subprocess
 from kubeemu.client import ApiError
 from kubeemu.wait import wait_until
 
-from labtools import build_release_mirror, clear_foreign_attachments, json_documents, lab_kube, lab_subnet,
-                      remove_incident, timed
+from labtools import (build_release_mirror, clear_foreign_attachments, json_documents, lab_kube, lab_subnet,
+                      remove_incident, timed)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CEPH_STATE = os.path.join(HERE, "ceph_state.py")
