@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     ImageSpec,
     image_spec,
@@ -23,7 +24,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     parse_image_spec,
 )
 
-PROPERTY = settings(max_examples=500, deadline=None, derandomize=True, database=None)
+PROPERTY = settings(max_examples=examples(500), deadline=None, derandomize=True, database=None)
 
 # A name Ceph and the rbd tool take: no '/', '@' (snapshots) or whitespace, not an option (I9).
 NAMES = st.from_regex(r'\A[^/@\s\-][^/@\s]{0,15}\Z')

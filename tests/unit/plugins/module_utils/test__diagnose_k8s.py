@@ -12,6 +12,7 @@ import datetime
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose, pv_rbd_image
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import pod_claims
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
@@ -235,7 +236,7 @@ def selective_way(objects, threshold, namespaces=None, page=3):
     return got, again, api
 
 
-@settings(max_examples=400, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.sampled_from([0, 120]), st.sampled_from([None, ["shop"], ["default", "shop"]]))
 def test_the_selective_reads_classify_as_the_whole_lists_do(objects, threshold, namespaces):
     expected, expected_down = whole_cluster_way(objects, threshold, namespaces=namespaces)
@@ -251,7 +252,7 @@ def test_the_selective_reads_classify_as_the_whole_lists_do(objects, threshold, 
     assert got["images"]["rbd-csi"] == csi
 
 
-@settings(max_examples=100, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_with_watchers_the_small_inputs_classify_as_the_whole_lists_do(objects):
     got, _again, _api = selective_way(objects, 0)
@@ -393,7 +394,7 @@ def lease(name, renewed):
     return {"metadata": {"name": name, "namespace": "kube-node-lease"}, "spec": {"renewTime": renewed}}
 
 
-@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.data())
 def test_the_failover_reads_decide_as_the_whole_lists_do(objects, data):
     names = [n["metadata"]["name"] for n in objects["nodes"]]

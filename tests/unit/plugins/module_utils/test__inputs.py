@@ -14,6 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import FileChecks, check_inputs, message
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -219,7 +220,7 @@ _VALUES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2 ** 40, ma
                     st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))
 
 
-@settings(max_examples=2000, deadline=None, derandomize=True)
+@settings(max_examples=examples(2000), deadline=None, derandomize=True)
 @given(playbook=st.sampled_from(sorted(SPECS)), data=st.data())
 def test_any_input_gives_values_or_named_problems_never_an_exception(playbook, data):
     options = SPECS[playbook]['options']

@@ -15,6 +15,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.node_marks import (
     OUT_OF_SERVICE_TAINT,
     OWN_TAINT_NOTE,
@@ -500,7 +501,7 @@ RUNS = st.lists(st.tuples(st.booleans(), st.sampled_from(CUTS),
                 min_size=1, max_size=4)
 
 
-@settings(max_examples=2000, deadline=None, derandomize=True, database=None, print_blob=False,
+@settings(max_examples=examples(2000), deadline=None, derandomize=True, database=None, print_blob=False,
           suppress_health_check=[HealthCheck.too_slow])
 @given(runs=RUNS, rebooted=st.booleans(), force=st.booleans())
 def test_I3_recovery_lifts_nothing_while_the_node_runs_a_boot_it_was_fenced_on_whatever_step_runs_were_cut_at(

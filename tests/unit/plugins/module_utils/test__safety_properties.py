@@ -12,7 +12,8 @@ claims and volumesInUse.
 Every rendered address is generated from a known host (an ipaddress object), so each invariant
 (I1, I2, I3, I4, I6 of docs/safety.md) is checked by an oracle written here from that ground truth,
 not by the helpers the layer uses to decide. Each property runs 10,000 derandomized examples
-(reproducible, never flaky).
+(reproducible, never flaky) on the controller's Python, a tenth of them on a target-only Python
+(search_depth.py says why).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -25,6 +26,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
     INLINE_VOLUME_KINDS,
     failover_volumes,
@@ -37,7 +39,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety imp
 )
 
 EXAMPLES = 10000
-PROPERTY = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, print_blob=False,
+PROPERTY = settings(max_examples=examples(EXAMPLES), deadline=None, derandomize=True, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
 
