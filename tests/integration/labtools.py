@@ -10,6 +10,7 @@ import glob
 import json
 import os
 import subprocess
+import threading
 import time
 import uuid
 
@@ -57,6 +58,7 @@ class Lab(object):
         self.nodes = dict(item.split("=", 1) for item in env["LAB_NODES"].split())
         self._lab_env = dict(os.environ, LAB_DIR=self.dir, LAB_PREFIX=env["LAB_PREFIX"],
                              LAB_SLOT=env["LAB_SLOT"], LAB_NODES=env["LAB_NODES"])
+        self._session = CephSession(self)
 
     def tool(self, name):
         """A Ceph program of the lab's release (<lab>/ceph-bin), as the lab's own clients use."""
@@ -67,9 +69,11 @@ class Lab(object):
         return ["-c", self.conf, "-k", self.keyring, "-n", "client." + self.user]
 
     def cli(self, tool, *args, check=True):
-        with timed("ceph CLI"):
-            proc = subprocess.run([self.tool(tool)] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        proc = self._session.run(args) if tool == "ceph" else None
+        if proc is None:
+            with timed("ceph CLI"):
+                proc = subprocess.run([self.tool(tool)] + self.ceph_args() + list(args), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
         if check and proc.returncode != 0:
             raise AssertionError("%s %s failed rc=%d: %s" % (tool, " ".join(args), proc.returncode, proc.stderr))
         return proc
@@ -112,6 +116,57 @@ class Lab(object):
 
     def unblock_all(self):
         self.ceph("osd", "blocklist", "clear")
+
+
+class CephSession(object):
+    """The tests' `ceph` commands over one connection (ceph_session.py, under the lab release's Python),
+    started at the first command. run() answers as the CLI would, or None for what it does not send (a
+    word starting with '-' other than a last `--format X`, tell, daemon): the caller runs the CLI."""
+
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ceph_session.py")
+    CLI_ONLY = ("tell", "daemon", "daemonperf")
+
+    def __init__(self, lab):
+        self._lab = lab
+        self._proc = None
+        self._broken = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def request(cls, args):
+        words, output_format = list(args), None
+        if len(words) >= 2 and words[-2] == "--format":
+            words, output_format = words[:-2], words[-1]
+        if not words or words[0] in cls.CLI_ONLY or any(w.startswith("-") for w in words):
+            return None
+        return {"args": words, "format": output_format}
+
+    def run(self, args):
+        request = self.request(args)
+        if request is None or self._broken:
+            return None
+        with self._lock, timed("ceph session"):
+            try:
+                if self._proc is None:
+                    self._start()
+                self._proc.stdin.write(json.dumps(request) + "\n")
+                self._proc.stdin.flush()
+                reply = json.loads(self._proc.stdout.readline())
+            except (OSError, ValueError) as exc:
+                self._broken = "%s: %s" % (type(exc).__name__, exc)
+                return None
+        if reply["rc"] == -1:  # the session could not send it: the CLI does
+            return None
+        return subprocess.CompletedProcess(["ceph"] + list(args), reply["rc"], reply["stdout"], reply["stderr"])
+
+    def _start(self):
+        lab = self._lab
+        self._proc = subprocess.Popen([lab.tool("ceph-python3"), self.SCRIPT, lab.conf, lab.keyring, lab.user],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      universal_newlines=True)
+        hello = json.loads(self._proc.stdout.readline() or "null")
+        if not hello or hello.get("rc") != 0:
+            raise OSError("ceph_session.py did not connect")
 
 
 # ----------------------------------------------------------------------------- running Ansible
