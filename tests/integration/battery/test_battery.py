@@ -23,6 +23,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 
 import pytest
 import yaml
@@ -221,9 +222,10 @@ def judge(case, concrete, outcome, changed):
     return problems
 
 
-def attempt(battery, case, tokens):
-    """Run one case between two snapshots: (concrete case, outcome, before, after)."""
-    before = battery.snapshot()
+def attempt(battery, case, tokens, before=None):
+    """Run one case between two snapshots: (concrete case, outcome, before, after). `before`: a
+    snapshot taken after this thread's last case, when there was one (nothing of this thread ran since)."""
+    before = before or battery.snapshot()
     concrete = substitute(copy.deepcopy(case), tokens)
     outcome = run_case(battery, concrete, os.path.join(battery.tmp, slug(case["name"])))
     return concrete, outcome, before, battery.snapshot()
@@ -239,9 +241,12 @@ def run_battery(battery, workers):
     results = {}
     suspects = []
     tokens = battery.tokens()
+    last = threading.local()  # each worker's last snapshot: the next case's before
 
     def first(case):
-        return case, attempt(battery, case, tokens)
+        ran = attempt(battery, case, tokens, before=getattr(last, "snapshot", None))
+        last.snapshot = ran[3]
+        return case, ran
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         for case, (concrete, outcome, before, after) in pool.map(first, CASES):

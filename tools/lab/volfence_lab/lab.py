@@ -21,6 +21,9 @@ Configuration (environment):
   LAB_CEPH    Ceph release: 20 (Tentacle, default), 18 (Reef) or 16 (Pacific)
   LAB_CLOCKS  Kubernetes' clocks: fast (default), real or never (volfence_lab.clocks); change them on
               a running lab with `python -m volfence_lab clocks MODE`
+  LAB_KUBE    lab (default): the Kubernetes side (API emulator, control plane, node agents) beside
+              Ceph; none: Ceph and the nodes' networks only, for tests that talk to Ceph and
+              nothing else (the Kubernetes side's idle passes cost CPU the other labs need)
 """
 
 import argparse
@@ -59,6 +62,9 @@ class LabError(Exception):
 
 # ----------------------------------------------------------------------------- configuration
 
+KUBE_SIDES = ("lab", "none")
+
+
 class Config(object):
     def __init__(self, environ=None):
         env = os.environ if environ is None else environ
@@ -86,6 +92,9 @@ class Config(object):
         self.clocks = env.get("LAB_CLOCKS") or clockmod.DEFAULT_MODE
         if self.clocks not in clockmod.MODES:
             raise LabError("LAB_CLOCKS must be one of %s, got %r" % (", ".join(clockmod.MODES), self.clocks))
+        self.kube = env.get("LAB_KUBE") or "lab"
+        if self.kube not in KUBE_SIDES:
+            raise LabError("LAB_KUBE must be one of %s, got %r" % (", ".join(KUBE_SIDES), self.kube))
         try:
             self.release = ceph_releases.check_release(env.get("LAB_CEPH"))
         except ceph_releases.ReleaseError as exc:
@@ -391,10 +400,14 @@ def write_env(cfg):
         "LAB_CEPH_VERSION=%s" % cfg.version,
         "LAB_CEPH_BIN=%s" % shlex.quote(cfg.ceph_bin),
         "LAB_NODES=%s" % shlex.quote(nodes),
-        "KUBECONFIG=%s" % shlex.quote(os.path.join(cfg.dir, "kubeconfig")),
-        "export LAB_DIR LAB_PREFIX LAB_SLOT CEPH_CONF CEPH_KEYRING CEPH_USER CEPH_ARGS CEPH_POOL "
-        "CEPH_MON_HOST LAB_CEPH LAB_CEPH_VERSION LAB_CEPH_BIN LAB_NODES KUBECONFIG",
+        "LAB_KUBE=%s" % cfg.kube,
     ]
+    exported = "LAB_DIR LAB_PREFIX LAB_SLOT CEPH_CONF CEPH_KEYRING CEPH_USER CEPH_ARGS CEPH_POOL " \
+               "CEPH_MON_HOST LAB_CEPH LAB_CEPH_VERSION LAB_CEPH_BIN LAB_NODES LAB_KUBE"
+    if cfg.kube == "lab":  # a kube-less lab names no kubeconfig: none exists
+        lines.append("KUBECONFIG=%s" % shlex.quote(kubeconfig_path(cfg)))
+        exported += " KUBECONFIG"
+    lines.append("export " + exported)
     with open(os.path.join(cfg.dir, "env"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
 
@@ -758,7 +771,8 @@ def up(cfg):
             network_up(cfg)
         ceph_up(cfg)
         write_env(cfg)
-        kube_up(cfg, os.environ.get("LAB_KUBE_VERSION"))
+        if cfg.kube == "lab":
+            kube_up(cfg, os.environ.get("LAB_KUBE_VERSION"))
         write_node_wrappers(cfg)
         write_env(cfg)
         write_inventory(cfg)
@@ -767,8 +781,9 @@ def up(cfg):
         raise
     with open(os.path.join(cfg.dir, "env")) as handle:
         sys.stdout.write(handle.read())
-    print("# lab up in %.1f s with Ceph %s: inventory %s" % (time.time() - started, cfg.version,
-                                                              os.path.join(cfg.dir, "inventory.yml")))
+    print("# lab up in %.1f s with Ceph %s%s: inventory %s" % (
+        time.time() - started, cfg.version, "" if cfg.kube == "lab" else ", no Kubernetes side",
+        os.path.join(cfg.dir, "inventory.yml")))
 
 
 def node_exec(cfg, node, command):
@@ -794,6 +809,9 @@ def scenario_options(args):
         raise LabError("scenario %s takes no --%s" % (args.name, ", --".join(wrong)))
     return given
 
+
+# Commands that act through the lab's Kubernetes side.
+NEEDS_KUBE = ("kill-node", "revive-node", "scenario", "clean-scenario")
 
 # With TIMINGS_ENV set, every command ends with a line on stderr: TIMINGS_PREFIX and JSON {seconds, waiting}.
 TIMINGS_ENV = "VOLFENCE_LAB_TIMINGS"
@@ -854,6 +872,9 @@ def main(argv=None):
             print(json.dumps(hold(cfg, args.node, args.image, args.lock_id, args.shared_tag,
                                   metadata_key=args.metadata_key, metadata_value=args.metadata_value,
                                   also_images=args.also_image), sort_keys=True))
+        elif args.command in NEEDS_KUBE and not os.path.exists(kubeconfig_path(cfg)):
+            raise LabError("%s needs the lab's Kubernetes side, and this lab has none (LAB_KUBE=none at its "
+                           "`up`, or it is not up)" % args.command)
         elif args.command == "kill-node":
             kill_node(cfg, args.node)
         elif args.command == "revive-node":
