@@ -158,6 +158,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kubeemu/1.0"
     sys_version = ""
+    _entry = None  # the current API request's log entry (_handle); None for the admin API
     timeout = 300
 
     # --- plumbing ---------------------------------------------------------
@@ -220,8 +221,11 @@ class Handler(BaseHTTPRequestHandler):
         # headers and body in one send (avoids Nagle/delayed-ACK stalls)
         self._headers_buffer.append(b"\r\n")
         self._headers_buffer.append(data)
-        self.flush_headers()
         self._code = code
+        if self._entry is not None:
+            # logged before the answer leaves: a client holding the answer finds its request in the log
+            self._log()
+        self.flush_headers()
 
     def _send_json(self, code, obj, headers=None):
         self._send_bytes(code, json.dumps(obj, separators=(",", ":")).encode(), headers=headers)
@@ -243,6 +247,7 @@ class Handler(BaseHTTPRequestHandler):
         emu = self.server.emu
         self._code = None
         self._logged = False
+        self._entry = None  # an API request's log entry; none for the admin API
         split = urlsplit(self.path)
         path = unquote(split.path)
         q = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
