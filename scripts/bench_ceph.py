@@ -24,7 +24,6 @@ it. Only what the benchmark added is removed afterwards (its entries, its images
 Results: .cache/bench/ceph.json and a table on stdout. Exit status 1 when a goal is missed.
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -34,8 +33,7 @@ import uuid
 
 from volfence_lab.lab import import_roots, read_env
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(REPO, ".cache", "collections")  # the collection as make setup links it
+from benchtools import COLLECTIONS, bench_parser  # COLLECTIONS: the collection as make setup links it
 
 CIDR = "198.51.100.0/24"
 GOALS = {"fence_speedup": 50.0, "fence_range_seconds": 2.0, "audit_speedup": 5.0, "audit_seconds": 5.0}
@@ -49,14 +47,13 @@ def lab_env():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__, "ceph.json")
     parser.add_argument("--baseline-sample", type=int, default=20,
                         help="addresses added one process each for the sequential baseline (extrapolated to 254)")
     parser.add_argument("--images", type=int, default=1000, help="images in the watcher audit")
     parser.add_argument("--audit-baseline-sample", type=int, default=0,
                         help="time `rbd status` on this many images and extrapolate (0: all of them)")
     parser.add_argument("--workers", type=int, default=64, help="parallel per-address blocklist adds")
-    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "ceph.json"))
     args = parser.parse_args(argv)
 
     env = lab_env()

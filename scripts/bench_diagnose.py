@@ -32,7 +32,6 @@ new diagnose at the largest size within --goal-seconds (15), and largest minus s
 --growth-seconds (5).
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -44,19 +43,14 @@ import time
 from kubeemu.client import Admin
 from volfence_lab.lab import read_env
 
-import bench_node_fences  # the benchmarks' one way to start the API emulator (this script's folder)
+from benchtools import VENV_BIN, bench_parser, bench_playbook, start_emulator, stop_emulator, venv_ready
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV_BIN = os.path.join(REPO, ".venv", "bin")
 NEW = os.path.join(REPO, "playbooks", "diagnose.yml")
 BASELINE = os.path.join(REPO, "scripts", "bench_diagnose_baseline.yml")
 DEAD = "bench-dead"
 READY_NODES = 20
 NAMESPACES = 10
-
-
-def start_emulator(workdir):
-    return bench_node_fences.start_emulator(workdir, history=1000, who="bench_diagnose")
 
 
 def stamp(seconds_ago=0):
@@ -202,15 +196,10 @@ def rbd(lab, *args):
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
 
 
-def run_playbook(workdir, inv, playbook, report, stuck_pods):
-    started = time.time()
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", inv, playbook,
-                           "-e", json.dumps({"stuck_threshold_seconds": 60, "report_path": report})],
-                          cwd=REPO, env=bench_node_fences.playbook_env(workdir), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=1800)
-    elapsed = time.time() - started
-    if proc.returncode != 0:
-        sys.exit("bench_diagnose: %s failed (rc=%d):\n%s" % (playbook, proc.returncode, proc.stdout[-3000:]))
+def diagnose_seconds(workdir, inv, playbook, report, stuck_pods):
+    """One run of a diagnose playbook, timed; its report checked (every stuck pod, no other)."""
+    run = bench_playbook("bench_diagnose", workdir, inv, playbook,
+                         {"stuck_threshold_seconds": 60, "report_path": report}, timeout=1800, json_results=False)
     with open(report) as handle:
         data = json.load(handle)
     found = dict((p["pod"], p) for p in data["pods"])
@@ -223,11 +212,11 @@ def run_playbook(workdir, inv, playbook, report, stuck_pods):
     if len(dead["volumes"]) != len(stuck_pods):
         sys.exit("bench_diagnose: %s lists %d volumes of %s, expected %d" % (
             playbook, len(dead["volumes"]), DEAD, len(stuck_pods)))
-    return round(elapsed, 2)
+    return round(run.seconds, 2)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__, "diagnose.json")
     parser.add_argument("--workloads", default="200,2000")
     parser.add_argument("--stuck", type=int, default=40)
     parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_DIAGNOSE_RUNS", "3")))
@@ -235,10 +224,8 @@ def main(argv=None):
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--goal-seconds", type=float, default=15.0)
     parser.add_argument("--growth-seconds", type=float, default=5.0)
-    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "diagnose.json"))
     args = parser.parse_args(argv)
-    if not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")):
-        sys.exit("bench_diagnose: no project virtualenv: run `make setup` first")
+    venv_ready("bench_diagnose")
     sizes = [int(s) for s in args.workloads.split(",") if s.strip()]
     lab = lab_env()
     results = {"stuck": args.stuck, "ceph": "lab %s" % lab.get("LAB_PREFIX") if lab else "none (no lab running)",
@@ -252,7 +239,7 @@ def main(argv=None):
     try:
         for size in sizes:
             workdir = tempfile.mkdtemp(prefix="bench-diagnose-")
-            emulator, kubeconfig, url = start_emulator(workdir)
+            emulator, kubeconfig, url = start_emulator(workdir, "bench_diagnose")
             try:
                 objs, stuck_pods = cluster(size, args.stuck)
                 load(url, objs)
@@ -260,14 +247,14 @@ def main(argv=None):
                 report = os.path.join(workdir, "report.json")
                 entry = {"objects": len(objs), "new": [], "baseline": []}
                 for _ in range(args.runs):
-                    entry["new"].append(run_playbook(workdir, inv, NEW, report, stuck_pods))
+                    entry["new"].append(diagnose_seconds(workdir, inv, NEW, report, stuck_pods))
                 for _ in range(0 if args.no_baseline else args.baseline_runs):
-                    entry["baseline"].append(run_playbook(workdir, inv, BASELINE, report, stuck_pods))
+                    entry["baseline"].append(diagnose_seconds(workdir, inv, BASELINE, report, stuck_pods))
                 entry["new_median"] = statistics.median(entry["new"])
                 entry["baseline_median"] = statistics.median(entry["baseline"]) if entry["baseline"] else None
                 results["sizes"][str(size)] = entry
             finally:
-                bench_node_fences.stop_emulator(emulator, workdir)
+                stop_emulator(emulator, workdir)
     finally:
         if lab:
             for image in images:

@@ -27,80 +27,29 @@ Results: .cache/bench/node_fences.json (with rows for scripts/bench_report.py) a
 5 s), zero writes on every second run, exactly --prune deletes on every third).
 """
 
-import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from kubeemu.client import Admin, KubeClient, server_from_kubeconfig
+from kubeemu.client import Admin, KubeClient
 from kubeemu.csi import NetworkFenceStandIn, csiaddons_crds
 
+from benchtools import PLAY, VENV_BIN, bench_parser, bench_playbook, start_emulator, stop_emulator, venv_ready
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV_BIN = os.path.join(REPO, ".venv", "bin")
 CLASS = "bench-fence"
 DRIVER = "rbd.csi.ceph.com"
 STAND_IN_AGENT = "bench-stand-in"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
-
-# The head of the benchmarks' playbooks: one play on localhost with the project virtualenv's python
-# (format field {python}); `PLAY % name` names it, its tasks or roles follow.
-PLAY = """---
-- name: Bench | %s
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    ansible_python_interpreter: {python}
-"""
 
 PLAYBOOK = PLAY % "node_fences" + """  roles:
     - role: volfence.csi.node_fences
       node_fences_network_fence_class: {cls}
       node_fences_kubeconfig: {kubeconfig}
 """
-
-
-def start_emulator(workdir, history=200000, who="bench_node_fences"):
-    """The API emulator as a process of its own on a free loopback port: (process, kubeconfig, URL).
-    The benchmarks share it (scripts/bench_diagnose.py imports it)."""
-    kubeconfig = os.path.join(workdir, "kubeconfig")
-    proc = subprocess.Popen([sys.executable, "-m", "kubeemu", "--host", "127.0.0.1", "--port", "0",
-                             "--kubeconfig-out", kubeconfig, "--history", str(history)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        sys.exit("%s: the emulator did not start: %s %s" % (who, line, proc.stderr.read()))
-    return proc, kubeconfig, server_from_kubeconfig(kubeconfig)
-
-
-def stop_emulator(proc, workdir):
-    """Stop an emulator of start_emulator and remove the benchmark's working folder `workdir`."""
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    shutil.rmtree(workdir, ignore_errors=True)
-
-
-def playbook_env(workdir, collections=os.path.join(REPO, ".cache", "collections"), **extra):
-    """The environment the benchmarks run ansible-playbook in: none of the caller's Kubernetes credentials
-    (each playbook names its kubeconfig), the checkout's ansible.cfg, volfence.csi from `collections`,
-    TMPDIR in `workdir`, the project virtualenv first in PATH; and `extra`."""
-    env = dict(os.environ)
-    for key in list(env):
-        if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
-            del env[key]
-    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=collections,
-               TMPDIR=workdir, PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
-    env.update(extra)
-    return env
 
 
 def node(index):
@@ -136,31 +85,17 @@ def seed(api, admin, count):
 
 
 def run_role(workdir, playbook):
-    env = playbook_env(workdir, ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_NOCOLOR="1")
-    started = time.time()
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", playbook], cwd=REPO,
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
-    elapsed = time.time() - started
+    run = bench_playbook("bench_node_fences", workdir, "localhost,", playbook)
     if os.environ.get("BENCH_NODE_FENCES_KEEP"):
-        with open(os.path.join(os.environ["BENCH_NODE_FENCES_KEEP"], "run-%d.out" % int(started)), "w") as handle:
-            handle.write(proc.stdout)
-    try:
-        # raw_decode: a profiling callback (ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks) may print around it
-        data = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])[0]
-    except ValueError:
-        sys.exit("bench_node_fences: ansible-playbook printed no JSON (rc=%d): %s %s"
-                 % (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))
+        with open(os.path.join(os.environ["BENCH_NODE_FENCES_KEEP"], "run-%d.out" % int(time.time())), "w") as handle:
+            handle.write(run.stdout)
     report = None
-    for play in data.get("plays", []):
-        for task in play.get("tasks", []):
-            result = task["hosts"].get("localhost", {})
-            if result.get("ansible_facts", {}).get("node_fences_report"):
-                report = result["ansible_facts"]["node_fences_report"]
-    if proc.returncode != 0 or report is None:
-        failed = [t["hosts"]["localhost"].get("msg") for p in data.get("plays", []) for t in p.get("tasks", [])
-                  if t["hosts"].get("localhost", {}).get("failed")]
-        sys.exit("bench_node_fences: the role failed (rc=%d): %s" % (proc.returncode, failed or proc.stderr[-2000:]))
-    return elapsed, report
+    for result in run.results("localhost"):
+        if result.get("ansible_facts", {}).get("node_fences_report"):
+            report = result["ansible_facts"]["node_fences_report"]
+    if report is None:
+        sys.exit("bench_node_fences: the role set no node_fences_report: %s" % run.stdout[-2000:])
+    return run.seconds, report
 
 
 def writes_since(admin, seq):
@@ -173,7 +108,7 @@ def writes_since(admin, seq):
 def bench_once(args):
     """One round on a fresh emulator: converge, again, prune. Returns {runs, pruned, stand_in_answers}."""
     workdir = tempfile.mkdtemp(prefix="bench-node-fences-")
-    emulator, kubeconfig, url = start_emulator(workdir)
+    emulator, kubeconfig, url = start_emulator(workdir, "bench_node_fences", history=200000)
     # The CSI-Addons controller's part: every fence answered (Succeeded), no finalizer.
     stand_in = NetworkFenceStandIn(KubeClient(url, timeout=60, user_agent=STAND_IN_AGENT), finalizer=False,
                                    name="bench-stand-in")
@@ -216,19 +151,15 @@ def bench_once(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__, "node_fences.json")
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--prune", type=int, default=10, help="nodes deleted before the third run")
     parser.add_argument("--goal-seconds", type=float, default=20.0, help="goal of the converge run")
     parser.add_argument("--again-goal-seconds", type=float, default=5.0,
                         help="goal of the second run (nothing to write)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds on fresh emulators; the medians count")
-    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "node_fences.json"))
     args = parser.parse_args(argv)
-    if not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")):
-        sys.exit("bench_node_fences: no project virtualenv: run `make setup` first")
-    if not os.path.exists(os.path.join(REPO, ".cache", "collections", "ansible_collections", "volfence", "csi")):
-        sys.exit("bench_node_fences: .cache/collections does not link the checkout: run `make setup` first")
+    venv_ready("bench_node_fences")
 
     load_before = os.getloadavg()
     rounds = [bench_once(args) for _i in range(max(1, args.repeat))]

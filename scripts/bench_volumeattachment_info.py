@@ -8,7 +8,7 @@
         [--runs 5]
 
 It needs no lab: it starts its own Kubernetes API emulator (tools/kubeemu, through
-bench_node_fences.start_emulator) and loads the cluster of scripts/bench_diagnose.py without its
+benchtools.start_emulator) and loads the cluster of scripts/bench_diagnose.py without its
 events: 20 Ready nodes and one dead node (addresses in 198.18.0.0/15, a benchmarking range: nothing is
 sent there), per workload a PVC, a ceph-csi PV, a pod and its VolumeAttachment; --on-dead-node of the
 attachments are to the dead node (its pods Terminating, their replacements ContainerCreating).
@@ -33,27 +33,23 @@ Results: .cache/bench/volumeattachment_info.json (rows for scripts/bench_report.
 stdout. Exit status 1 when a goal is missed.
 """
 
-import argparse
 import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 from kubeemu.csi import attachment_name
 
 import bench_diagnose  # its cluster generator (this script's folder)
-import bench_node_fences  # the benchmarks' one way to start the API emulator
+from benchtools import (COLLECTIONS, PLAY, VENV_BIN, bench_parser, bench_playbook, start_emulator, stop_emulator,
+                        venv_ready)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-VENV_BIN = os.path.join(REPO, ".venv", "bin")
 DEAD = bench_diagnose.DEAD
 
-NEW = bench_node_fences.PLAY % "volumeattachment_info" + """  tasks:
+NEW = PLAY % "volumeattachment_info" + """  tasks:
     - name: Read and assess the attachments
       volfence.csi.volumeattachment_info:
         kubeconfig: {kubeconfig}
@@ -65,7 +61,7 @@ NEW = bench_node_fences.PLAY % "volumeattachment_info" + """  tasks:
         msg: "BENCH selected={{{{ bench_vas.volumeattachments | length }}}} stale={{{{ bench_vas.volumeattachments | selectattr('stale') | list | length }}}}"
 """
 
-BASELINE = bench_node_fences.PLAY % "k8s_info baseline" + """  tasks:
+BASELINE = PLAY % "k8s_info baseline" + """  tasks:
     - name: List every attachment
       kubernetes.core.k8s_info:
         kubeconfig: {kubeconfig}
@@ -100,33 +96,29 @@ def named(objs):
     return objs
 
 
-def run_playbook(workdir, path, collections):
-    env = bench_node_fences.playbook_env(workdir, collections, ANSIBLE_NOCOLOR="1")
-    started = time.time()
-    proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", "localhost,", path], cwd=REPO, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=900)
-    elapsed = time.time() - started
-    match = re.search(r"BENCH selected=(\d+) stale=(-?\d+)", proc.stdout)
-    if proc.returncode != 0 or not match:
-        sys.exit("bench_volumeattachment_info: %s failed (rc=%d):\n%s" % (path, proc.returncode, proc.stdout[-3000:]))
-    return round(elapsed, 2), int(match.group(1)), int(match.group(2))
+def counted_run(workdir, path, collections):
+    """One run of a question's playbook, timed: (seconds, attachments selected, stale of them)."""
+    run = bench_playbook("bench_volumeattachment_info", workdir, "localhost,", path, collections=collections,
+                         json_results=False)
+    match = re.search(r"BENCH selected=(\d+) stale=(-?\d+)", run.stdout)
+    if not match:
+        sys.exit("bench_volumeattachment_info: %s printed no count:\n%s" % (path, run.stdout[-3000:]))
+    return round(run.seconds, 2), int(match.group(1)), int(match.group(2))
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = bench_parser(__doc__, "volumeattachment_info.json")
     parser.add_argument("--attachments", type=int, default=2000)
     parser.add_argument("--on-dead-node", type=int, default=100, help="attachments to the dead node")
     parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_VA_RUNS", "5")))
-    parser.add_argument("--output", default=os.path.join(REPO, ".cache", "bench", "volumeattachment_info.json"))
-    parser.add_argument("--collections-path", default=os.path.join(REPO, ".cache", "collections"),
+    parser.add_argument("--collections-path", default=COLLECTIONS,
                         help="where volfence.csi is found (another copy: to measure a proposed change)")
     args = parser.parse_args(argv)
-    if not os.path.exists(os.path.join(VENV_BIN, "ansible-playbook")):
-        sys.exit("bench_volumeattachment_info: no project virtualenv: run `make setup` first")
+    venv_ready("bench_volumeattachment_info")
 
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="bench-va-")
-    emulator, kubeconfig, url = bench_node_fences.start_emulator(workdir, history=1000, who="bench_volumeattachment_info")
+    emulator, kubeconfig, url = start_emulator(workdir, "bench_volumeattachment_info")
     timings = {}
     try:
         objs, _stuck = bench_diagnose.cluster(args.attachments, args.on_dead_node)
@@ -149,13 +141,13 @@ def main(argv=None):
                   ("all", "new"): (args.attachments, args.on_dead_node), ("all", "baseline"): (args.attachments, -1)}
         for _run in range(max(1, args.runs)):
             for key in (("node", "new"), ("node", "baseline"), ("all", "new"), ("all", "baseline")):
-                elapsed, selected, stale = run_playbook(workdir, books[key], args.collections_path)
+                elapsed, selected, stale = counted_run(workdir, books[key], args.collections_path)
                 if (selected, stale) != expect[key]:
                     sys.exit("bench_volumeattachment_info: %s %s selected %d (stale %d), expected %d (stale %d)" % (
                         key[0], key[1], selected, stale, expect[key][0], expect[key][1]))
                 timings[key].append(elapsed)
     finally:
-        bench_node_fences.stop_emulator(emulator, workdir)
+        stop_emulator(emulator, workdir)
     load_after = os.getloadavg()
 
     medians = dict((key, statistics.median(values)) for key, values in timings.items())

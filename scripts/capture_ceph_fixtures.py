@@ -30,28 +30,22 @@ The lab itself runs no MDS; without those steps `fs dump` lists no file system.
 
 import json
 import os
-import re
 import subprocess
 import sys
 import uuid
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The lab's own reader of its env file: this script runs under the system's Python, where nothing of
+# the checkout is installed; the lab and the API emulator it imports are stdlib only.
+sys.path[:0] = [os.path.join(REPO, "tools", "lab"), os.path.join(REPO, "tools", "kubeemu")]
+from volfence_lab.lab import read_env  # noqa: E402
+
 FIXTURES = os.path.join(REPO, "tests", "unit", "plugins", "module_utils", "fixtures", "ceph")
 LAB_CLI = [os.path.join(REPO, ".venv", "bin", "python"), "-m", "volfence_lab"]  # the lab (tools/lab)
 
-
-def lab_env():
-    lab_dir = os.environ.get("LAB_DIR") or os.path.join(REPO, ".lab")
-    env = {}
-    with open(os.path.join(lab_dir, "env")) as handle:
-        for line in handle:
-            match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
-            if match:
-                env[match.group(1)] = match.group(2).strip("'")
-    return env
-
-
-ENV = lab_env()
+ENV = read_env()  # the lab LAB_DIR (or LAB_PREFIX) names
+if ENV is None:
+    sys.exit("capture_ceph_fixtures: no lab runs there (LAB_DIR, LAB_PREFIX): start one first (see above)")
 BASE = ["-c", ENV["CEPH_CONF"], "-k", ENV["CEPH_KEYRING"], "-n", "client." + ENV["CEPH_USER"]]
 NODES = dict(item.split("=", 1) for item in ENV["LAB_NODES"].split())
 SUBNET = ENV["CEPH_MON_HOST"].rsplit(".", 1)[0]

@@ -40,6 +40,11 @@ import xml.etree.ElementTree as ElementTree
 import test_timings  # scripts/test_timings.py: the slowest tests and seconds by area
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The lab's own reader of its env file: this script runs under the system's Python, where nothing of
+# the checkout is installed; the lab and the API emulator it imports are stdlib only.
+sys.path[:0] = [os.path.join(REPO, "tools", "lab"), os.path.join(REPO, "tools", "kubeemu")]
+from volfence_lab.lab import read_env  # noqa: E402
+
 VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
 RESULTS = os.path.join(REPO, ".cache", "results")
 LAB = [VENV_PY, "-m", "volfence_lab"]  # the lab (tools/lab), installed in .venv by make setup
@@ -237,14 +242,10 @@ class TestLab(object):
 
     def test_env(self):
         env = dict(self.env)
-        with open(os.path.join(self.dir, "env")) as handle:
-            for line in handle:
-                match = re.match(r"^([A-Z_]+)=(.*)$", line.strip())
-                if match:
-                    value = match.group(2)
-                    if value.startswith("'") and value.endswith("'"):
-                        value = value[1:-1]
-                    env[match.group(1)] = value
+        written = read_env(self.dir)
+        if written is None:
+            raise RuntimeError("lab %s wrote no env file in %s" % (self.prefix, self.dir))
+        env.update(written)
         # KUBECONFIG in the tests' environment means "a real cluster": only the user sets it. Tests
         # that use the lab's API emulator find its kubeconfig in the lab folder.
         env.pop("KUBECONFIG", None)

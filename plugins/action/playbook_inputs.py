@@ -75,8 +75,8 @@ class ActionModule(ActionBase):
                 local[group] = host in ('localhost', '127.0.0.1') or connection in LOCAL
         context = {'groups': dict((g, list(groups.get(g) or [])) for g in set(used_groups) | {
             o.get('group') for o in options.values() if o.get('group')}), 'local': local}
-        values, problems = _inputs.check_inputs(playbook, entry, provided, context, list(source.keys())
-                                                if hasattr(source, 'keys') else [])
+        values, problems = _inputs.check_inputs(playbook, entry, provided, context=context,
+                                                other_names=list(source.keys()) if hasattr(source, 'keys') else [])
         problems = unreadable + problems
         hosts = []
         for group in used_groups:

@@ -11,8 +11,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.blocklist_owners import ownership, with_blocklist
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
     diagnose, pv_rbd_image as _pv_rbd_image, table)
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import down_node_volumes as _down_node_volumes
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import (
+    down_node_volumes as _down_node_volumes,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     node_addresses as _node_addresses,
     node_summary as _node_summary,
 )
@@ -32,13 +34,13 @@ def _by_image(value, name, key):
                 if isinstance(entry, dict) and key in entry)
 
 
-def diagnose_stuck_pods(pods, events=None, pvcs=None, pvs=None, volumeattachments=None, nodes=None,
+def diagnose_stuck_pods(pods, *, events=None, pvcs=None, pvs=None, volumeattachments=None, nodes=None,
                         watchers=None, locks=None, git_version=None, threshold=120, blocklist=None, networkfences=None):
     if not isinstance(pods, list):
         raise AnsibleFilterError("diagnose_stuck_pods expects a list of Pod objects, got %s" % type(pods).__name__)
-    found = diagnose(pods, events or [], pvcs or [], pvs or [], volumeattachments or [], nodes or [],
-                     _by_image(watchers, "spec", "watchers"), _by_image(locks, "item", "locks"), git_version,
-                     int(threshold))
+    found = diagnose(pods, events=events or [], pvcs=pvcs or [], pvs=pvs or [], vas=volumeattachments or [],
+                     nodes=nodes or [], watchers=_by_image(watchers, "spec", "watchers"),
+                     locks=_by_image(locks, "item", "locks"), git_version=git_version, threshold=int(threshold))
     if blocklist is None:
         return found
     return with_blocklist(found, blocklist_ownership(blocklist, nodes, networkfences, watchers))
@@ -65,8 +67,9 @@ def _objects(value, what):
 
 def down_node_volumes(nodes, pods=None, pvcs=None, pvs=None, volumeattachments=None):
     """Each node that is not Ready, its volumes and what node_failover would do for each."""
-    return _down_node_volumes(_objects(nodes, "Node"), _objects(pods, "Pod"), _objects(pvcs, "PersistentVolumeClaim"),
-                              _objects(pvs, "PersistentVolume"), _objects(volumeattachments, "VolumeAttachment"))
+    return _down_node_volumes(_objects(nodes, "Node"), pods=_objects(pods, "Pod"),
+                              pvcs=_objects(pvcs, "PersistentVolumeClaim"), pvs=_objects(pvs, "PersistentVolume"),
+                              attachments=_objects(volumeattachments, "VolumeAttachment"))
 
 
 def node_addresses(nodes, types=None):
@@ -85,11 +88,6 @@ def node_summary(node):
     return _node_summary(node)
 
 
-def host_cidrs(ips):
-    """One host CIDR per IP: /32 for IPv4, /128 for IPv6 (what a NetworkFence of a node fences)."""
-    return ["%s/%d" % (ip, 128 if ":" in str(ip) else 32) for ip in ips or []]
-
-
 class FilterModule(object):
     def filters(self):
         return {
@@ -100,5 +98,4 @@ class FilterModule(object):
             "node_addresses": node_addresses,
             "pv_rbd_image": pv_rbd_image,
             "node_summary": node_summary,
-            "host_cidrs": host_cidrs,
         }

@@ -30,7 +30,7 @@ def _flag(value, option):
         raise AnsibleFilterError('node_fences_plan: %s must be true or false, got %s' % (option, to_text(value)))
 
 
-def node_fences_plan(nodes, fences, all_nodes=None, state='present', node_selector='', address_types=None,
+def node_fences_plan(nodes, *, fences, all_nodes=None, state='present', node_selector='', address_types=None,
                      extra_cidrs=None, name_prefix='volfence-', fence_set='default', labels=None, prune=True,
                      prune_fenced=False):
     """{nodes, entries, fenced, kept_fenced, pruned, nodes_without_addresses, conflicts, needs_all_nodes,
@@ -46,7 +46,7 @@ def node_fences_plan(nodes, fences, all_nodes=None, state='present', node_select
                                       or not isinstance(address_types, (list, tuple))):
         raise AnsibleFilterError('node_fences_plan: address_types must be a list of node address types')
     return _plan(_objects(nodes, 'Node', 'the nodes'), _objects(fences, 'NetworkFence', 'fences'),
-                 None if all_nodes is None else _objects(all_nodes, 'Node', 'all_nodes'),
+                 all_nodes=None if all_nodes is None else _objects(all_nodes, 'Node', 'all_nodes'),
                  state=state, node_selector=to_text(node_selector or ''),
                  address_types=['InternalIP'] if address_types is None else list(address_types),
                  extra_cidrs=dict(extra_cidrs or {}), name_prefix=to_text(name_prefix or ''),

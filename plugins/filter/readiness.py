@@ -13,13 +13,22 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.volfence.csi.plugins.module_utils._decisions import readiness as _readiness
 
 
-def fencing_readiness(k8s_checks, ceph_result=None, fail_on='fail', probe_added=None, probe_removed=None):
+def fencing_readiness(k8s_checks, *, ceph_result=None, fail_on='fail', probe_added=None, probe_removed=None,
+                      failed_step=None):
+    """failed_step: the step that failed on its host (the failed_step filter), when one did; the
+    Kubernetes checks are then null when the Kubernetes side was not read."""
+    if k8s_checks is None and failed_step:
+        k8s_checks = []
     if not isinstance(k8s_checks, list):
         raise AnsibleFilterError('fencing_readiness: the Kubernetes checks must be a list, got %s'
                                  % type(k8s_checks).__name__)
     if fail_on not in ('fail', 'warn', 'never'):
         raise AnsibleFilterError('fencing_readiness: fail_on must be fail, warn or never, got %r' % (fail_on,))
-    return _readiness.report(k8s_checks, ceph_result, fail_on, probe_added, probe_removed)
+    if failed_step is not None and not isinstance(failed_step, dict):
+        raise AnsibleFilterError('fencing_readiness: failed_step must be a mapping (host, step, reason), got %s'
+                                 % type(failed_step).__name__)
+    return _readiness.report(k8s_checks, ceph_result=ceph_result, fail_on=fail_on, probe_added=probe_added,
+                             probe_removed=probe_removed, failed_step=failed_step)
 
 
 class FilterModule(object):

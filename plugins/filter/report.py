@@ -2,9 +2,9 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What a playbook's report is made of: each targeted host's outcome of a step (host_results), and
-the report as the job's artifact (set_stats), what an AWX job keeps after its execution environment
-is gone."""
+"""What a playbook's report is made of: each targeted host's outcome of a step (host_results), the
+step that failed on the Ceph or Kubernetes host (failed_step), and the report as the job's artifact
+(set_stats), what an AWX job keeps after its execution environment is gone."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -69,6 +69,28 @@ def host_results(hostvars, hosts, register):
     return dict(done=done, failed=failed)
 
 
+def failed_step(result, *, host, step, task=None, reached=None):
+    """The step (play) that failed on its host, the task and why: set in the play's rescue, it makes
+    the later steps skip theirs, and the report names it (`line`, the same words everywhere). An
+    unreachable host is told by the result of the step's first task, which reaches the host with
+    unreachable results ignored (an unreachable host never enters a rescue); else the failed task's
+    result says why. A task delegated to another host failed there: that host is named."""
+    if not isinstance(host, str) or not host:
+        raise AnsibleFilterError('failed_step: host must be an inventory host name, got %r' % (host,))
+    if isinstance(reached, Mapping) and reached.get('unreachable'):
+        reason = _reason(reached)
+    else:
+        reason = _reason(result) or 'failed: no message'
+    if isinstance(task, Mapping):
+        host = task.get('delegate_to') or host
+        task = task.get('name') or task.get('action')
+    step = step or None
+    task = task or None
+    line = '%s failed on %s%s (%s); nothing was done after it' % (
+        step or 'a step', host, " at task '%s'" % task if task else '', reason)
+    return dict(host=host, step=step, task=task, reason=reason, line=line)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'job_artifact': job_artifact, 'host_results': host_results}
+        return {'job_artifact': job_artifact, 'host_results': host_results, 'failed_step': failed_step}

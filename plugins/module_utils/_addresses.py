@@ -6,7 +6,7 @@
 
 Pure Python (standard library only, 3.6+ compatible), unit-tested. Every module option that takes
 addresses or CIDRs goes through here, so a bad value gets the same message everywhere, in the
-user's words (issue 17):
+user's words:
 
 * ``10.0.0.1; rm -rf /``: ``address '10.0.0.1; rm -rf /' is not an IP address``;
 * ``1.2.3.4/33``: ``CIDR '1.2.3.4/33' is not a CIDR (prefix length 33 is out of range for IPv4)``;
@@ -115,3 +115,18 @@ def parse_network(value, what='CIDR', bare=None, strict=True):
         raise ValueError('%s %s is ambiguous (host bits set): write %s for the whole network, or %s/%d for the '
                          'single address' % (what, quoted(value), loose, addr, loose.max_prefixlen))
     return loose
+
+
+def parse_each(values, parse):
+    """(parsed, errors): parse(value) of each of `values` in order, each result once, and the message of
+    each ValueError it raised, so that a refusal names every bad entry, not only the first."""
+    parsed, errors = [], []
+    for value in values or []:
+        try:
+            result = parse(value)
+        except ValueError as exc:
+            errors.append(str(exc))
+            continue
+        if result not in parsed:
+            parsed.append(result)
+    return parsed, errors

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to volfence.csi: the AnsibleModule of the collection's modules (issue 17).
+"""Private to volfence.csi: the AnsibleModule of the collection's modules.
 
 ansible-core's own message for an option it cannot convert to its type shows Python internals on
 older cores (``argument 'parallel' is of type <class 'str'> and we were unable to convert to int:
@@ -18,10 +18,8 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-# The same words as the playbooks' input checks (_inputs.TYPE_WORDS).
-TYPE_WORDS = {'int': 'an integer', 'float': 'a number', 'bool': 'true or false', 'str': 'a string',
-              'list': 'a list', 'dict': 'a mapping', 'path': 'a path', 'raw': 'a value', 'json': 'JSON',
-              'jsonarg': 'JSON', 'bytes': 'a size in bytes', 'bits': 'a size in bits'}
+# The same words as the playbooks' input checks.
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import TYPE_WORDS, show_value
 
 # ansible-core 2.16 to 2.21 (module_utils/common/parameters.py, _validate_argument_types): the
 # type is `<class 'str'>` on older cores, `str` on newer ones; nested options add the context.
@@ -30,9 +28,18 @@ _TYPE_ERROR = re.compile(
     r"(?: found in '(?P<where>[^']*)'\.)? and we were unable to convert to (?P<want>\w+): .*$", re.S)
 
 
-def _show(value):
-    text = repr(value) if not isinstance(value, str) else '"%s"' % value
-    return text if len(text) <= 80 else text[:77] + '..."'
+# How a module's failure ends when it stopped before changing anything: one wording for every module.
+NOTHING_CHANGED = 'nothing was changed'
+
+
+def nothing_changed(text, outcome=NOTHING_CHANGED):
+    """`text` (a message, or the ValueError that says it) ending with '; nothing was changed', or with the
+    `outcome` a module that only reads says instead ('nothing was read'); said once: a message that
+    ends so already (the range checks say it themselves) is kept as it is."""
+    text = str(text)
+    if text.endswith(NOTHING_CHANGED) or text.endswith(outcome):
+        return text
+    return '%s; %s' % (text, outcome)
 
 
 def type_error_in_user_words(msg, params=None):
@@ -47,8 +54,8 @@ def type_error_in_user_words(msg, params=None):
     text = '%s%s must be %s' % (('%s: ' % where.replace(' -> ', '.')) if where else '', name,
                                 TYPE_WORDS.get(want, want))
     if not where and isinstance(params, dict) and params.get(name) is not None:
-        text += ', got %s' % _show(params[name])
-    return text + '; nothing was changed'
+        text += ', got %s' % show_value(params[name])
+    return nothing_changed(text)
 
 
 def overflowing_options(params, argument_spec):
@@ -76,8 +83,8 @@ class VolfenceModule(AnsibleModule):
         except OverflowError:
             spec = kwargs.get('argument_spec', args[0] if args else {})
             names = overflowing_options(getattr(self, 'params', None), spec) or ['an option']
-            self.fail_json(msg='%s must be %s, got %s; nothing was changed' % (
-                names[0], TYPE_WORDS['int'], _show((self.params or {}).get(names[0]))))
+            self.fail_json(msg=nothing_changed('%s must be %s, got %s' % (
+                names[0], TYPE_WORDS['int'], show_value((self.params or {}).get(names[0])))))
 
     def fail_json(self, msg, **kwargs):  # pylint: disable=arguments-differ
         AnsibleModule.fail_json(self, type_error_in_user_words(msg, getattr(self, 'params', None)), **kwargs)

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, volfence.csi maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to volfence.csi: the documented ranges of the modules' numeric options (issue 17).
+"""Private to volfence.csi: the documented ranges of the modules' numeric options.
 
 Pure Python, unit-tested. Every module checks its numbers here before it connects or changes
 anything, so an out-of-range value gets one clear message: ``parallel=0 is out of range: give

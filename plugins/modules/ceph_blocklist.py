@@ -323,8 +323,6 @@ diff:
 '''
 
 
-import time
-
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import module_session, parse_image_spec
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
@@ -385,8 +383,9 @@ def main():
 
     with module_session(module) as client:
         try:
-            result = ensure_blocklist(client, p['state'], p['addresses'], p['cidrs'], p['expire'], p['cidr_mode'],
-                                      p['max_addresses'], p['parallel'], module.check_mode,
+            result = ensure_blocklist(client, p['state'], addresses=p['addresses'], cidrs=p['cidrs'],
+                                      expire=p['expire'], cidr_mode=p['cidr_mode'], max_addresses=p['max_addresses'],
+                                      workers=p['parallel'], check_mode=module.check_mode,
                                       protect=p['protect_addresses'] if p['state'] == 'present' else None,
                                       force=p['force'])
         except BlocklistFailure as exc:
@@ -402,7 +401,7 @@ def main():
         reports, still = [], []
         if wait_specs and not module.check_mode:
             try:
-                reports, still = wait_unwatched(client, wait_specs, fenced, p['wait_timeout'], time.sleep, time.time)
+                reports, still = wait_unwatched(client, wait_specs, fenced, wait_timeout=p['wait_timeout'])
             except CephError as exc:
                 details = _public(result)
                 details.update(exc.fail_kwargs())

@@ -326,6 +326,7 @@ diff:
 
 import datetime
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import nothing_changed
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sError, connect, k8s_module, resource_path)
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
@@ -366,8 +367,7 @@ def main():
         if stray:
             raise ValueError('finished names nodes not in nodes: %s' % ', '.join(stray))
     except ValueError as exc:
-        text = str(exc)
-        module.fail_json(msg=text if text.endswith('nothing was changed') else text + '; nothing was changed')
+        module.fail_json(msg=nothing_changed(exc))
 
     gathered = {}
     try:
@@ -381,7 +381,7 @@ def main():
             gathered.pop('missing')
             if gathered['preflight']['refused']:
                 # I1: a node that may be alive is never marked, let alone fenced
-                module.fail_json(msg='%s; nothing was changed' % gathered['preflight']['refused'],
+                module.fail_json(msg=nothing_changed(gathered['preflight']['refused']),
                                  preflight=gathered['preflight'], server_version=gathered['server_version'],
                                  started_nodes=[])
             now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None).isoformat() + 'Z'
@@ -389,7 +389,7 @@ def main():
         out = dict(changed=[], unchanged=[], missing=[], failures=[], marks={})
         if names:
             out = NodeMarks(api, workers=p['parallel']).run(
-                names, p['state'], records, p['out_of_service_taint'], module.check_mode,
+                names, p['state'], records, taint=p['out_of_service_taint'], check_mode=module.check_mode,
                 remove_others_taint=p['remove_others_taint'], finished=p['finished'])
     except K8sError as exc:
         module.fail_json(**exc.fail_kwargs())

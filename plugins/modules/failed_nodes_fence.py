@@ -233,8 +233,6 @@ diff:
 '''
 
 
-import time
-
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_LEASE_GRACE, MAX_PARALLEL, MAX_WAIT_SECONDS, check_range)
@@ -244,7 +242,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_MUTUALLY_EXCLUSIVE, ceph_argument_spec, check_expire)
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import FenceFailure, fence_failed_nodes
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import check_object_name
 
 
 def main():
@@ -296,11 +294,12 @@ def main():
         module.exit_json(backend=None, **output)
     with module_session(module) as client:
         try:
-            done = fence_failed_nodes(client, specs, node_map, p['failed_nodes'], p['nodes'], p['leases'],
-                                      p['lease_grace_seconds'], p['fence_unknown_watchers'], p['force'],
-                                      p['expire'], p['protect_addresses'], module.check_mode, p['wait_timeout'],
-                                      time.sleep, time.time, image_workers=p['parallel'],
-                                      settle_timeout=p['settle_timeout'])
+            done = fence_failed_nodes(client, specs, failed_nodes=p['failed_nodes'], nodes=p['nodes'],
+                                      leases=p['leases'], node_map=node_map, lease_grace=p['lease_grace_seconds'],
+                                      fence_unknown=p['fence_unknown_watchers'], force=p['force'],
+                                      expire=p['expire'], protect=p['protect_addresses'],
+                                      check_mode=module.check_mode, wait_timeout=p['wait_timeout'],
+                                      settle_timeout=p['settle_timeout'], image_workers=p['parallel'])
         except FenceFailure as exc:
             output.update(_outcome(exc.result))
             details = exc.fail_kwargs()

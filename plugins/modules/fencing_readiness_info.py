@@ -148,7 +148,8 @@ def main():
     checks = [version_check(version)]
     checks.extend(address_checks(nodes, p['address_types']))
     checks.extend(ceph_csi_checks(p['driver'], csidrivers, storageclasses, deployments, operator_drivers))
-    checks.extend(csi_addons_checks(nodes, p['driver'], fences_served, classes, addons_served, addons))
+    checks.extend(csi_addons_checks(nodes, p['driver'], fences_served=fences_served, classes=classes,
+                                    addons_served=addons_served, addons_nodes=addons))
     if fences_served:
         checks.append(node_fences_check(nodes, fences, p['node_fences_set'], p['node_fences_name_prefix'],
                                         p['address_types']))

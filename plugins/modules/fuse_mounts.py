@@ -90,12 +90,8 @@ healthy:
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
-from ansible_collections.volfence.csi.plugins.module_utils._fuse.mounts import (
-    DEAD,
-    HEALTHY,
-    HUNG,
-    unmount_results,
-)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.dead_mounts import HEALTHY, unmount_plan
+from ansible_collections.volfence.csi.plugins.module_utils._fuse.mounts import unmount_results
 from ansible_collections.volfence.csi.plugins.module_utils._fuse.module import (
     FUSE_ARGUMENT_SPEC,
     check_params,
@@ -110,8 +106,7 @@ def main():
     module = VolfenceModule(argument_spec=spec, supports_check_mode=True)
     kubelet_dir = check_params(module)
     mounts = find_mounts(module, kubelet_dir)
-    dead = [m for m in mounts if m["state"] == DEAD]
-    hung = [m for m in mounts if m["state"] == HUNG]
+    dead, hung = unmount_plan(mounts)
     for mount in hung:
         module.warn("%s is hung (%s); left alone: its daemon is alive, restart or kill it first" % (
             mount["path"], mount["error"]))

@@ -124,15 +124,11 @@ pods:
       type: str
 '''
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import nothing_changed
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sError, connect, k8s_module, resource_path)
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import check_object_name, node_ready
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node, replacement_pods, some_names
-
-
-def _ready(node):
-    return any(c.get('type') == 'Ready' and c.get('status') == 'True'
-               for c in (node.get('status') or {}).get('conditions') or [])
 
 
 def main():
@@ -166,7 +162,7 @@ def main():
                     all_nodes = [n['metadata']['name'] for n in api.list(resource_path('', 'v1', 'nodes'), what=('Node', None))]
                 problems.append(missing_node(name, all_nodes))
             else:
-                nodes.append(dict(name=name, ready=_ready(node)))
+                nodes.append(dict(name=name, ready=node_ready(node) == 'True'))
         for ref in p['pods']:
             pod = api.get(resource_path('', 'v1', 'pods', ref['name'], ref['namespace']),
                           what=('Pod', ref['name'], ref['namespace']), missing_ok=True)
@@ -191,7 +187,7 @@ def main():
     except K8sError as exc:
         module.fail_json(**exc.fail_kwargs())
     if problems:
-        module.fail_json(msg='; '.join(problems) + '; nothing was changed', nodes=nodes, pods=pods)
+        module.fail_json(msg=nothing_changed('; '.join(problems)), nodes=nodes, pods=pods)
     module.exit_json(changed=False, server_version=version, nodes=nodes, pods=pods)
 
 

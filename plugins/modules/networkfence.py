@@ -520,6 +520,7 @@ diff:
   type: dict
 '''
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import nothing_changed
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_PARALLEL,
     MAX_SLEEP_SECONDS,
@@ -528,7 +529,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
 )
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import count_message
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import (
     CREATE,
@@ -645,8 +646,7 @@ def main():
         else:
             requests = build_requests(p)
     except ValueError as exc:
-        text = str(exc)  # check_range already says that nothing was changed
-        module.fail_json(msg=text if text.endswith('nothing was changed') else '%s. Nothing was changed.' % text)
+        module.fail_json(msg=nothing_changed(exc))
 
     fences = None
     planned = None

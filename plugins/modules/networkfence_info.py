@@ -146,7 +146,7 @@ csiaddons_nodes:
 
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 
 

@@ -130,6 +130,7 @@ diff:
   sample: {before: {pods: [shop/db-0]}, after: {pods: []}}
 '''
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import nothing_changed
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.pods import PodDeleter, check_pods, failure_message
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PARALLEL, MAX_WAIT_SECONDS, check_range
@@ -154,8 +155,7 @@ def main():
         check_range(p['grace_period'], 'grace_period', 0, MAX_WAIT_SECONDS, 'seconds')
         pods = check_pods(p['pods'])
     except ValueError as exc:
-        text = str(exc)
-        module.fail_json(msg=text if text.endswith('nothing was changed') else text + '; nothing was changed')
+        module.fail_json(msg=nothing_changed(exc))
 
     out = dict(deleted=[], absent=[], failures=[])
     if pods:

@@ -404,8 +404,9 @@ def main():
                 unmatched = unmatched_locks_warning(spec, lock_filter, locks)
                 if unmatched:
                     module.warn(unmatched)
-                output.update(break_image_locks(client, spec, locks, lock_filter, protect, p['blocklist_locker'],
-                                                p['blocklist_expire'], module.check_mode, node_map))
+                output.update(break_image_locks(client, spec, locks, lock_filter, protect=protect,
+                                                blocklist_locker=p['blocklist_locker'], expire=p['blocklist_expire'],
+                                                check_mode=module.check_mode, node_map=node_map))
             elif p['state'] == 'present':
                 output.update(take_lock(client, spec, locks, p, module.check_mode))
             else:

@@ -103,6 +103,7 @@ requests:
   type: int
 '''
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import nothing_changed
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.pods import ReplacementPods, check_claims, check_node_names
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
@@ -130,8 +131,7 @@ def main():
         claims = check_claims(p['claims'])
         exclude = check_node_names(p['exclude_nodes'], 'exclude_nodes')
     except ValueError as exc:
-        text = str(exc)
-        module.fail_json(msg=text if text.endswith('nothing was changed') else text + '; nothing was read')
+        module.fail_json(msg=nothing_changed(exc, 'nothing was read'))
 
     if not claims:
         module.exit_json(changed=False, running=[], waiting=[], polls=0, requests=0)

@@ -255,6 +255,7 @@ diff:
 '''
 
 
+from ansible_collections.volfence.csi.plugins.module_utils._module import nothing_changed
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_PARALLEL,
     MAX_SLEEP_SECONDS,
@@ -263,7 +264,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
 )
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError, connect, k8s_module
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import count_message
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import DELETE, SKIP
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.volumeattachment_ops import VolumeAttachments
@@ -313,8 +314,7 @@ def main():
             check_range(p[key], key, 0, MAX_WAIT_SECONDS, 'seconds')
         check_range(p['wait_sleep'], 'wait_sleep', 1, MAX_SLEEP_SECONDS, 'seconds')
     except ValueError as exc:
-        text = str(exc)
-        module.fail_json(msg=text if text.endswith('nothing was changed') else text + ' (nothing was changed)')
+        module.fail_json(msg=nothing_changed(exc))
 
     try:
         api = connect(module)

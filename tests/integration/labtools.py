@@ -4,7 +4,6 @@ A plain module (not conftest) so test files can import it by name: several conft
 exist under tests/integration and pytest would hand a test the wrong one."""
 
 import contextlib
-import datetime
 import errno
 import glob
 import json
@@ -14,8 +13,19 @@ import threading
 import time
 import uuid
 
+import pytest
 from kubeemu.client import ApiError
 from kubeemu.wait import wait_until  # noqa: F401  (the tests' one way to wait, imported from here)
+# The tests run Ansible as the benchmarks do (volfence_lab.ansible_runs): imported from here.
+from volfence_lab.ansible_runs import (  # noqa: F401
+    RUN_OBSERVERS,
+    VENV_BIN as ANSIBLE_BIN,
+    AnsibleRun,
+    ansible_env,
+    mode_options,
+    run_module,
+    run_playbook,
+)
 from volfence_lab.lab import TIMINGS_ENV, TIMINGS_PREFIX
 from volfence_lab.lab import read_env as read_lab_env  # noqa: F401  (the lab's own rule for where a lab lives)
 
@@ -170,91 +180,28 @@ class CephSession(object):
 
 
 # ----------------------------------------------------------------------------- running Ansible
+# (volfence_lab.ansible_runs, imported above; each run's seconds go to the test's timing report)
 
-ANSIBLE_BIN = os.path.join(REPO, ".venv", "bin")
-
-
-def ansible_env(extra=None):
-    env = dict(os.environ)
-    env.update({
-        "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".cache", "collections"),
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_STDOUT_CALLBACK": "json",
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_HOST_KEY_CHECKING": "0",
-        "PATH": ANSIBLE_BIN + os.pathsep + env.get("PATH", ""),
-    })
-    env.update(extra or {})
-    return env
+def _count_ansible_seconds(run):
+    spent("ansible: start-up", run.startup_seconds)
+    spent("ansible: tasks", run.seconds - run.startup_seconds)
 
 
-class AnsibleRun(object):
-    def __init__(self, proc):
-        self.rc = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-        try:
-            self.data = json.loads(proc.stdout[proc.stdout.index("{"):])
-        except ValueError:
-            raise AssertionError("ansible printed no JSON (rc=%d)\nstdout: %s\nstderr: %s"
-                                 % (proc.returncode, proc.stdout, proc.stderr))
-
-    def results(self, host):
-        """Task results of `host`, in play order."""
-        out = []
-        for play in self.data.get("plays", []):
-            for task in play.get("tasks", []):
-                if host in task.get("hosts", {}):
-                    result = dict(task["hosts"][host])
-                    result["_task"] = task["task"]["name"]
-                    out.append(result)
-        return out
-
-    def result(self, host, index=-1):
-        return self.results(host)[index]
+RUN_OBSERVERS.append(_count_ansible_seconds)
 
 
-def mode_options(check=False, diff=False):
-    """The options of `ansible` and `ansible-playbook` for check mode and diff."""
-    return (["--check"] if check else []) + (["--diff"] if diff else [])
+def playbook_path(name):
+    """The checkout's playbooks/<name>.yml: the tests run the playbooks as they are in the tree."""
+    return os.path.join(REPO, "playbooks", name + ".yml")
 
 
-def _run_ansible(cmd, check, diff, extra_env, timeout):
-    started, wall = time.monotonic(), time.time()
-    proc = subprocess.run(cmd + mode_options(check, diff), cwd=REPO, env=ansible_env(extra_env),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
-    run = AnsibleRun(proc)
-    total = time.monotonic() - started
-    first = _first_task_start(run.data)
-    startup = min(total, max(0.0, first - wall)) if first is not None else total
-    spent("ansible: start-up", startup)
-    spent("ansible: tasks", total - startup)
-    return run
-
-
-def _first_task_start(data):
-    """When the run's first task started (epoch seconds; the json callback's UTC ISO times), or None."""
-    for play in data.get("plays", []):
-        for task in play.get("tasks", []):
-            start = (task.get("task", {}).get("duration") or {}).get("start")
-            if start:
-                when = datetime.datetime.strptime(start.rstrip("Z")[:26], "%Y-%m-%dT%H:%M:%S.%f")
-                return when.replace(tzinfo=datetime.timezone.utc).timestamp()
-    return None
-
-
-def run_module(inventory, host, module, args, check=False, diff=False, extra_env=None):
-    """Run one module ad hoc on an inventory host, exactly as a user would at 3 a.m."""
-    cmd = [os.path.join(ANSIBLE_BIN, "ansible"), host, "-i", inventory, "-m", module, "-a", json.dumps(args)]
-    return _run_ansible(cmd, check, diff, extra_env, 300).result(host)
-
-
-def run_playbook(inventory, playbook, extra_vars=None, check=False, diff=False, extra_env=None):
-    cmd = [os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", inventory, playbook]
-    if extra_vars:
-        cmd += ["-e", json.dumps(extra_vars)]
-    return _run_ansible(cmd, check, diff, extra_env, 900)
+def incident_fixture(scenario):
+    """A test fixture that builds the lab's incident `scenario` (conftest.py's `incident`: undone after the
+    test) and gives (its state, the Kubernetes client)."""
+    @pytest.fixture
+    def built_incident(kube, incident):
+        return incident(scenario), kube
+    return built_incident
 
 
 def lab_subnet(lab):

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import ipaddress
 
+from ansible_collections.volfence.csi.plugins.module_utils._addresses import parse_each
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CephAddr,
     CephParseError,
@@ -22,11 +23,12 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     parse_ceph_time,
     parse_cidr,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
     network_contains,
     normalize_ip,
     normalize_network,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.blocklist_guard import blocklist_refusals, removal_refusals
 
 DEFAULT_MAX_ADDRESSES = 256
 
@@ -263,27 +265,10 @@ class Request(object):
     """What the user asked for, validated: addresses (CephAddr) and networks."""
 
     def __init__(self, addresses=None, cidrs=None):
-        self.addresses = []
-        self.cidrs = []
-        errors = []
-        for text in addresses or []:
-            try:
-                addr = parse_addr(text, 'address')
-            except ValueError as exc:
-                errors.append(str(exc))
-                continue
-            if addr not in self.addresses:
-                self.addresses.append(addr)
-        for text in cidrs or []:
-            try:
-                network = parse_cidr(text, 'CIDR')
-            except ValueError as exc:
-                errors.append(str(exc))
-                continue
-            if network not in self.cidrs:
-                self.cidrs.append(network)
-        if errors:
-            raise ValueError('invalid input, nothing was changed: ' + '; '.join(errors))
+        self.addresses, address_errors = parse_each(addresses, lambda text: parse_addr(text, 'address'))
+        self.cidrs, cidr_errors = parse_each(cidrs, lambda text: parse_cidr(text, 'CIDR'))
+        if address_errors or cidr_errors:
+            raise ValueError('invalid input, nothing was changed: ' + '; '.join(address_errors + cidr_errors))
 
 
 def parse_protected(values, what='protect_addresses'):
@@ -305,110 +290,20 @@ def parse_protected(values, what='protect_addresses'):
     return out
 
 
-def _mapped(network):
-    """The IPv4-mapped IPv6 form (::ffff:a.b.c.d/96+n) of an IPv4 network; None for IPv6."""
-    if network.version != 4:
-        return None
-    return ipaddress.ip_network(u'::ffff:%s/%d' % (network.network_address, network.prefixlen + 96))
-
-
-def network_covers(network, other):
-    """Whether blocklisting `network` (as given, maybe IPv6 or IPv4-mapped) would cover any address
-    of `other` (an address or network, any form), comparing them normalised and also catching an
-    IPv6 range that holds the IPv4-mapped form of an IPv4 `other` (::/1 holds ::ffff:10.0.0.1)."""
-    if isinstance(other, (ipaddress.IPv4Address, ipaddress.IPv6Address)):
-        other = ipaddress.ip_network(normalize_ip(other))
-    else:
-        other = normalize_network(other)
-    norm = normalize_network(network)
-    if norm.version == other.version and norm.overlaps(other):
-        return True
-    mapped = _mapped(other)
-    return mapped is not None and network.version == 6 and network.overlaps(mapped)
-
-
 def check_safety(request, daemons, max_addresses=DEFAULT_MAX_ADDRESSES, protected=None):
-    """Refuse (CephRefused) to blocklist the cluster's own daemons, the whole Internet, a CIDR
-    larger than max_addresses, or anything covering a `protected` network (parse_protected: for
-    example the Ready nodes' addresses). Addresses are compared after normalisation (IPv4-mapped
-    IPv6 as IPv4, port and nonce dropped for IP-wide entries): ::ffff:10.0.0.1,
-    [::ffff:10.0.0.1]:0/0 and ::ffff:10.0.0.0/120 are refused like 10.0.0.1 and 10.0.0.0/24 (I1).
-    Returns nothing; raises with every reason at once."""
-    reasons = []
-    protected = protected or []
-    for network in request.cidrs:
-        norm = normalize_network(network)
-        if network.prefixlen == 0 or norm.prefixlen == 0:
-            reasons.append('%s would blocklist every client of the cluster%s: refused whatever max_addresses says'
-                           % (network, ' (it is %s written as IPv4-mapped IPv6)' % norm if norm != network else ''))
-            continue
-        if network.num_addresses > max_addresses:
-            reasons.append('%s has %d addresses, more than max_addresses=%d (raise max_addresses explicitly '
-                           'if this is really meant)' % (network, network.num_addresses, max_addresses))
-        hits = [d for d in daemons if network_covers(network, d.addr.ip)]
-        if hits:
-            reasons.append('%s contains addresses of the cluster\'s own daemons: %s'
-                           % (network, _labels(hits)))
-        guarded = [text for text, net in protected if network_covers(network, net)]
-        if guarded:
-            reasons.append('%s covers protected addresses (protect_addresses: %s)' % (network, ', '.join(guarded)))
-    for addr in request.addresses:
-        ip = normalize_ip(addr.ip)
-        if addr.ip_wide:
-            hits = [d for d in daemons if normalize_ip(d.addr.ip) == ip]
-        else:
-            hits = [d for d in daemons if normalize_ip(d.addr.ip) == ip
-                    and (d.addr.port, d.addr.nonce) == (addr.port, addr.nonce)]
-        if hits:
-            reasons.append('%s is an address of the cluster\'s own daemons: %s' % (addr, _labels(hits)))
-        guarded = [text for text, net in protected if network_contains(net, ip)]
-        if guarded:
-            reasons.append('%s is a protected address (protect_addresses: %s)' % (addr, ', '.join(guarded)))
+    """Refuse (CephRefused, every reason at once) to blocklist what the blocklist may never hold
+    (_decisions/blocklist_guard.blocklist_refusals). Returns nothing."""
+    reasons = blocklist_refusals(request, daemons, max_addresses=max_addresses, protected=protected)
     if reasons:
         raise CephRefused('refused, nothing was changed: ' + '; '.join(reasons))
-
-
-_MAPPED_V4 = ipaddress.ip_network(u'::ffff:0:0/96')
 
 
 def check_removal(request, max_addresses=DEFAULT_MAX_ADDRESSES, force=False):
-    """Refuse (CephRefused) to lift fences by a CIDR that covers everything, or more than
-    max_addresses, before anything is read or removed (issue 17):
-
-    * 0.0.0.0/0, ::/0, ::ffff:0:0/96 (every IPv4 address, written as IPv4-mapped IPv6) and any IPv6
-      range that holds it: refused always; force does not override (one call would lift every
-      fence of the cluster);
-    * a CIDR with more addresses than max_addresses: refused unless force (raise max_addresses, or
-      set force, when a wide removal is really meant).
-
-    Returns nothing; raises with every reason at once."""
-    reasons = []
-    for network in request.cidrs:
-        norm = normalize_network(network)
-        if network.prefixlen == 0 or norm.prefixlen == 0 or (network.version == 6 and network.supernet_of(_MAPPED_V4)):
-            reasons.append('%s covers every address%s: it would lift every fence of the cluster; refused always '
-                           '(force does not override it), remove entries by address or by a narrower CIDR'
-                           % (network, ' (every IPv4 address written as IPv4-mapped IPv6)'
-                              if norm.prefixlen == 0 and norm != network else ''))
-        elif network.num_addresses > max_addresses and not force:
-            reasons.append('%s has %d addresses, more than max_addresses=%d: removing entries by it could lift '
-                           'fences of other nodes; raise max_addresses or set force=true if that is really meant'
-                           % (network, network.num_addresses, max_addresses))
+    """Refuse (CephRefused, every reason at once) to lift fences by a CIDR that covers everything, or
+    more than max_addresses unless force (_decisions/blocklist_guard.removal_refusals). Returns nothing."""
+    reasons = removal_refusals(request, max_addresses=max_addresses, force=force)
     if reasons:
         raise CephRefused('refused, nothing was changed: ' + '; '.join(reasons))
-
-
-def _labels(hits, limit=8):
-    """'mon.a, mgr.x, osd.0 at 10.0.0.1' from the daemons hit."""
-    names, ips = [], []
-    for hit in hits:
-        name = '%s.%s' % (hit.role, hit.name)
-        if name not in names:
-            names.append(name)
-        if str(hit.addr.ip) not in ips:
-            ips.append(str(hit.addr.ip))
-    more = len(names) - limit
-    return '%s%s at %s' % (', '.join(names[:limit]), (' and %d more' % more) if more > 0 else '', ', '.join(ips))
 
 
 # --------------------------------------------------------------------------- planning

@@ -329,7 +329,7 @@ class _Base(object):
     def mon_many(self, commands, workers=DEFAULT_WORKERS):
         return self.run_parallel(self.mon, commands, workers)
 
-    # ------------------------------------------------------------------ versions (issue 12)
+    # ------------------------------------------------------------------ versions
 
     def client_version(self):
         """versions.client: the backend and the Ceph release of its library or CLI (cached)."""

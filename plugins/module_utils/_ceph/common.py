@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to volfence.csi: shared Ceph options, errors, JSON and address parsing.
 
-Pure Python (standard library and the collection's _safety helpers, 3.6+ compatible), no Ansible
-imports: everything here is unit-tested on outputs captured from a real cluster
+Pure Python (standard library and the decision layer's address helpers, _decisions/cluster_view.py,
+3.6+ compatible), no Ansible imports: everything here is unit-tested on outputs captured from a real cluster
 (tests/unit/plugins/module_utils/fixtures/ceph/).
 """
 
@@ -19,12 +19,13 @@ import json
 import math
 import re
 
+from ansible_collections.volfence.csi.plugins.module_utils._errors import DetailedError
 from ansible_collections.volfence.csi.plugins.module_utils._addresses import (
     cidr_error,
     parse_network,
     quoted,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
     normalize_ip,
     normalize_network,
 )
@@ -72,7 +73,7 @@ def check_name(value, what):
 
 
 def check_expire(value, what='expire'):
-    """A blocklist expiry in seconds as a float (None stays None), or ValueError (I9, issue 17): it
+    """A blocklist expiry in seconds as a float (None stays None), or ValueError (I9): it
     must be a number (or a string holding one), finite, above 0 and at most MAX_EXPIRE_SECONDS (ten
     years). Text, inf, nan, 0, negative and absurd values are refused with a message naming the
     value, instead of a traceback or a silent 2106 expiry."""
@@ -98,26 +99,18 @@ def check_expire(value, what='expire'):
 
 # --------------------------------------------------------------------------- errors
 
-class CephError(Exception):
+class CephError(DetailedError):
     """A Ceph operation failed. Carries the command and its full output for the user."""
 
-    def __init__(self, msg, cmd=None, rc=None, stdout=None, stderr=None, versions=None):
+    FAIL_DETAILS = tuple((name, name) for name in ('cmd', 'rc', 'stdout', 'stderr', 'versions'))
+
+    def __init__(self, msg, *, cmd=None, rc=None, stdout=None, stderr=None, versions=None):
         super(CephError, self).__init__(msg)
-        self.msg = msg
         self.cmd = cmd
         self.rc = rc
         self.stdout = stdout
         self.stderr = stderr
-        self.versions = versions  # the client's and cluster's Ceph releases, when known (issue 12)
-
-    def fail_kwargs(self):
-        """Keyword arguments for AnsibleModule.fail_json()."""
-        out = dict(msg=self.msg)
-        for name in ('cmd', 'rc', 'stdout', 'stderr', 'versions'):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        return out
+        self.versions = versions  # the client's and cluster's Ceph releases, when known
 
 
 class CephCommandError(CephError):
@@ -381,7 +374,7 @@ class AddressMatcher(object):
     def __init__(self, patterns, what='address'):
         self.patterns = list(patterns or [])
         self.compiled = []
-        # Values are compiled normalised (IPv4-mapped IPv6 as IPv4, see _safety.normalize_ip), and
+        # Values are compiled normalised (IPv4-mapped IPv6 as IPv4, see _decisions/cluster_view.normalize_ip), and
         # match() normalises the address it is given: ::ffff:10.0.0.5 is 10.0.0.5 (I1).
         for pattern in self.patterns:
             text = str(pattern).strip()

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to volfence.csi: Ceph operations the modules share, on top of a connected client.
 
-The client (``_ceph_client``) talks to Ceph; the pure modules (``_ceph_blocklist``,
-``_ceph_rbd``) decide; this file strings them together. Unit tests drive it with a fake client.
+The client (``_ceph/client.py``) talks to Ceph; the pure modules (``_ceph/blocklist.py``,
+``_ceph/rbd.py``, ``_decisions/fence.py``) decide; this file strings them together. Unit tests drive it with a fake client.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import errno
 
+from ansible_collections.volfence.csi.plugins.module_utils._clock import SYSTEM_CLOCK
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import (
     Request,
     check_removal,
@@ -43,7 +44,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     json_documents,
     parse_addr,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import fence_plan, watchers_to_settle
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import fence_plan, watchers_to_settle
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     describe_locks,
     exclusive_lock_owners,
@@ -146,7 +147,7 @@ class BlocklistFailure(CephError):
         self.result = result
 
 
-def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cidr_mode='auto',
+def ensure_blocklist(client, state, *, addresses=None, cidrs=None, expire=None, cidr_mode='auto',
                      max_addresses=256, workers=DEFAULT_WORKERS, check_mode=False, current=None,
                      daemons=None, protect=None, force=False):
     """Make the blocklist match the request. Validates everything, then refuses unsafe requests
@@ -203,10 +204,10 @@ def ensure_blocklist(client, state, addresses=None, cidrs=None, expire=None, cid
             result['cidr_mode'] = 'addresses'
             result['warnings'].append('the cluster does not support range blocklisting: blocklisted each address '
                                       'of the CIDRs instead')
-    return _finish(client, current, result, done, failed, stop)
+    return _finish(client, current, result, done, failed, stop=stop)
 
 
-def _finish(client, current, result, done, failed, stop=None):
+def _finish(client, current, result, done, failed, *, stop=None):
     """Fill `result` with what was done and failed, read the blocklist back, and raise
     BlocklistFailure (keeping both lists, adding the error) unless everything worked."""
     result['actions'] = [action_dict(a) for a in done]
@@ -281,7 +282,7 @@ class LockBreakFailure(CephError):
         self.result = result
 
 
-def break_image_locks(client, spec, locks, lock_filter, protect=None, blocklist_locker=True, expire=None,
+def break_image_locks(client, spec, locks, lock_filter, *, protect=None, blocklist_locker=True, expire=None,
                       check_mode=False, node_map=None):
     """Break the locks of `spec` that `lock_filter` selects, except those held from `protect` (an
     AddressMatcher), after blocklisting each locker's exact address when `blocklist_locker`.
@@ -365,13 +366,13 @@ def fenced_watchers(reports, fenced):
                   if fenced.match(parse_addr(w['address'], 'watcher address')) is not None)
 
 
-def wait_unwatched(client, specs, fenced, wait_timeout, sleep, clock, workers=DEFAULT_IMAGE_WORKERS):
+def wait_unwatched(client, specs, fenced, *, wait_timeout, clock=SYSTEM_CLOCK, workers=DEFAULT_IMAGE_WORKERS):
     """(reports, still): the images `specs` read until none is watched by a fenced client, or
     `wait_timeout` seconds passed. The OSDs drop a blocklisted client's watches once they see the
     new OSD map; until then the fence has not taken effect (I6). reports: image_report() of each
     image that exists (a missing image has no watcher); still: fenced_watchers() of the last read.
     An image that cannot be read raises its CephError: the fence could not be confirmed."""
-    deadline = clock() + wait_timeout
+    deadline = clock.time() + wait_timeout
     delay = 0.1
     while True:
         reports = []
@@ -381,9 +382,9 @@ def wait_unwatched(client, specs, fenced, wait_timeout, sleep, clock, workers=DE
             elif not isinstance(error, CephNotFoundError):
                 raise error
         still = fenced_watchers(reports, fenced)
-        if not still or clock() >= deadline:
+        if not still or clock.time() >= deadline:
             return reports, still
-        sleep(max(0.0, min(delay, deadline - clock())))
+        clock.sleep(max(0.0, min(delay, deadline - clock.time())))
         delay = min(delay * 2, 2.0)
 
 
@@ -399,58 +400,58 @@ class FenceFailure(CephError):
         self.result = result
 
 
-def _read_and_plan(client, specs, node_map, failed, nodes, leases, lease_grace, fence_unknown, force, workers):
-    """One read of the images and the fence plan made from it; FenceFailure when an image cannot be read."""
-    images, missing, errors = [], [], []
-    for spec, raw, error in client.inspect_images(specs, metadata=True, workers=workers):
-        if error is None:
-            images.append(image_report(spec, raw, node_map))
-        elif isinstance(error, CephNotFoundError):
-            missing.append(dict(spec=str(spec), error=error.msg))
-        else:
-            errors.append((spec, error))
-    out = dict(images=images, missing=missing, plan=None, result=None, watchers_after=[], still=[], passed=[],
-               failed_images=[dict(spec=str(spec), error=error.msg) for spec, error in errors])
-    if errors:
-        spec, first = errors[0]
-        raise FenceFailure('could not read %d of %d image(s), first %s: %s; nothing was fenced'
-                           % (len(errors), len(specs), spec, first.msg), out, first)
-    out['plan'] = fence_plan(images, list(failed), nodes, leases, lease_grace, None, fence_unknown, force)
-    return out
-
-
-def fence_failed_nodes(client, specs, node_map, failed, nodes, leases, lease_grace=120, fence_unknown=False,
-                       force=False, expire=None, protect=None, check_mode=False, wait_timeout=60, sleep=None,
-                       clock=None, workers=DEFAULT_WORKERS, image_workers=DEFAULT_IMAGE_WORKERS, settle_timeout=0):
+def fence_failed_nodes(client, specs, *, failed_nodes, nodes, leases, node_map, lease_grace=120, fence_unknown=False,
+                       force=False, expire=None, protect=None, check_mode=False, wait_timeout=60, settle_timeout=0,
+                       clock=SYSTEM_CLOCK, workers=DEFAULT_WORKERS, image_workers=DEFAULT_IMAGE_WORKERS):
     """node_failover's fence in one Ceph session: read who watches the failed nodes' images (`specs`), decide
-    with _safety.fence_plan exactly which of them are the failed nodes' clients (I1: never a Ready node's, a
-    shared or a daemon's address), blocklist those (ensure_blocklist refuses daemons and `protect` again),
-    then wait until they no longer watch (I6: nothing is released on a fence that has not taken effect).
+    with _decisions.fence.fence_plan exactly which of them are `failed_nodes`' clients (I1: never a Ready node's,
+    a shared or a daemon's address; `nodes`, `leases`: the Node and Lease objects, `node_map`: the NodeMap of
+    the nodes' addresses), blocklist those (ensure_blocklist refuses daemons and `protect` again), then wait
+    until they no longer watch (I6: nothing is released on a fence that has not taken effect).
 
-    A plan that keeps watchers no node lists (_safety.watchers_to_settle: perhaps a CSI controller that
-    opened the image for a moment) is read and made again, up to `settle_timeout` seconds, until they
+    A plan that keeps watchers no node lists (_decisions.fence.watchers_to_settle: perhaps a CSI controller
+    that opened the image for a moment) is read and made again, up to `settle_timeout` seconds, until they
     are gone; `passed` lists those seen before that the last read no longer shows.
 
     Returns {images, missing, plan, result (ensure_blocklist's, None when nothing is fenced), watchers_after,
     still, passed}. An image that cannot be read (other than a missing one) fails before anything is fenced."""
-    deadline = clock() + settle_timeout if settle_timeout else None
+    def read_and_plan():
+        """One read of the images and the fence plan made from it; FenceFailure when an image cannot be read."""
+        images, missing, errors = [], [], []
+        for spec, raw, error in client.inspect_images(specs, metadata=True, workers=image_workers):
+            if error is None:
+                images.append(image_report(spec, raw, node_map))
+            elif isinstance(error, CephNotFoundError):
+                missing.append(dict(spec=str(spec), error=error.msg))
+            else:
+                errors.append((spec, error))
+        out = dict(images=images, missing=missing, plan=None, result=None, watchers_after=[], still=[], passed=[],
+                   failed_images=[dict(spec=str(spec), error=error.msg) for spec, error in errors])
+        if errors:
+            spec, first = errors[0]
+            raise FenceFailure('could not read %d of %d image(s), first %s: %s; nothing was fenced'
+                               % (len(errors), len(specs), spec, first.msg), out, first)
+        out['plan'] = fence_plan(images, list(failed_nodes), nodes, leases=leases, lease_grace=lease_grace,
+                                 fence_unknown=fence_unknown, force=force)
+        return out
+
+    deadline = clock.time() + settle_timeout if settle_timeout else None
     delay, seen = 0.2, set()
     while True:
-        out = _read_and_plan(client, specs, node_map, failed, nodes, leases, lease_grace, fence_unknown, force,
-                             image_workers)
+        out = read_and_plan()
         settle = watchers_to_settle(out['plan'])
-        if not settle or deadline is None or clock() >= deadline:
+        if not settle or deadline is None or clock.time() >= deadline:
             break
         seen.update(settle)
-        sleep(max(0.0, min(delay, deadline - clock())))
+        clock.sleep(max(0.0, min(delay, deadline - clock.time())))
         delay = min(delay * 2, 2.0)
     out['passed'] = [dict(image=image, address=address) for image, address in sorted(seen - set(settle))]
     fence = out['plan']['fence']
     if not fence:
         return out
     try:
-        out['result'] = ensure_blocklist(client, 'present', fence, [], expire, 'addresses', 256, workers,
-                                         check_mode, protect=protect)
+        out['result'] = ensure_blocklist(client, 'present', addresses=fence, expire=expire, cidr_mode='addresses',
+                                         workers=workers, check_mode=check_mode, protect=protect)
     except BlocklistFailure as exc:
         out['result'] = exc.result
         raise FenceFailure(exc.msg, out, exc)
@@ -459,7 +460,8 @@ def fence_failed_nodes(client, specs, node_map, failed, nodes, leases, lease_gra
     if not check_mode:
         try:
             out['watchers_after'], out['still'] = wait_unwatched(client, specs, fence_matcher(fence, []),
-                                                                 wait_timeout, sleep, clock, image_workers)
+                                                                 wait_timeout=wait_timeout, clock=clock,
+                                                                 workers=image_workers)
         except CephError as exc:
             raise FenceFailure('the blocklist entries are in place, but the fenced clients could not be '
                                'confirmed gone: %s' % exc.msg, out, exc)

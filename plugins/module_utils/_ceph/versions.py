@@ -8,7 +8,7 @@ Pure functions (standard library only) except bindings_client_version(), which a
 libceph-common for its version. Unit-tested on real version strings and real keys
 (tests/unit/plugins/module_utils/test__ceph_versions.py).
 
-Why this exists (issue 12): Ceph 19.2.6 (Squid) and 20.2.4 (Tentacle) create cephx keys of a new
+Why this exists: Ceph 19.2.6 (Squid) and 20.2.4 (Tentacle) create cephx keys of a new
 type, ``aes256k`` (CVE-2025-30156). An older client (for example Debian's Pacific 16.2.15
 ``python3-rados``) cannot even parse such a key: librados fails to connect with "RADOS I/O error
 (error connecting to the cluster)", the CLI with "auth: failed to load <keyring>: (5)

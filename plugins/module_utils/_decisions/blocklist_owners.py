@@ -23,9 +23,10 @@ __metaclass__ = type
 
 import ipaddress
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     node_addresses, node_ready, object_name as _name)
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import normalize_ip, read_marker
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import normalize_ip
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.marks import read_marker
 
 
 def _network(entry):

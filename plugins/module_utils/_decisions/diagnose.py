@@ -15,11 +15,12 @@ __metaclass__ = type
 import datetime
 import json
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     age_seconds,
     node_addresses,
     node_ready,
     parse_kube_version,
+    volume_claim,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import (
     collision_version_affected,
@@ -120,7 +121,7 @@ def pod_volumes(pod, pvcs, pvs, nodes=None):
     by_name = dict((p["metadata"]["name"], p) for p in pvs)
     out = []
     for vol in pod.get("spec", {}).get("volumes", []) or []:
-        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        claim = volume_claim(pod["metadata"].get("name"), vol)
         pvc = claims.get((ns, claim)) if claim else None
         pv = by_name.get((pvc or {}).get("spec", {}).get("volumeName"))
         if not pv:
@@ -149,7 +150,7 @@ def pv_rbd_image(pv):
     return "other", None
 
 
-def classify_pod(pod, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
+def classify_pod(pod, *, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
                  now=None, threshold=0):
     """Diagnose one pod. watchers / locks: {"pool/image": [...]} as rbd_watchers_info / rbd_lock_info return."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
@@ -277,10 +278,11 @@ def stuck_pods(pods, events, threshold=120, now=None):
     return sorted(stuck, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
 
 
-def diagnose(pods, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
+def diagnose(pods, *, events, pvcs, pvs, vas, nodes, watchers=None, locks=None, git_version=None,
              threshold=120, now=None):
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    return [classify_pod(p, events, pvcs, pvs, vas, nodes, watchers, locks, git_version, now, threshold)
+    return [classify_pod(p, events=events, pvcs=pvcs, pvs=pvs, vas=vas, nodes=nodes, watchers=watchers, locks=locks,
+                         git_version=git_version, now=now, threshold=threshold)
             for p in stuck_pods(pods, events, threshold, now)]
 
 

@@ -23,10 +23,11 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     age_seconds,
     node_ready,
     node_ready_condition,
+    pod_claim_refs,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
     FUSE_DEAD,
@@ -35,10 +36,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose i
     stuck_pods,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import MEDIK8S_EXCLUDE_LABEL
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
-    failover_preflight,
-    read_marker,
-)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.marks import read_marker
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import failover_preflight
 
 # What the source watches: kind -> (API path of the list, field selector). Leases only in
 # kube-node-lease (the nodes' heartbeats); Events only of Pods.
@@ -75,13 +74,6 @@ def _utc(now):
 def _key(obj):
     meta = (obj or {}).get('metadata') or {}
     return (meta.get('namespace') or '', meta.get('name') or '')
-
-
-def _claims(pod):
-    return sorted('%s/%s' % (pod['metadata'].get('namespace'), v['persistentVolumeClaim']['claimName'])
-                  for v in (pod.get('spec') or {}).get('volumes') or []
-                  if isinstance(v, dict) and isinstance(v.get('persistentVolumeClaim'), dict)
-                  and v['persistentVolumeClaim'].get('claimName'))
 
 
 def _pod_ref(pod):
@@ -127,7 +119,7 @@ class IncidentTracker(object):
     incidents(now) for what is new. `emitted` (ids) may be given to a new tracker to carry on
     where another stopped."""
 
-    def __init__(self, stuck_after=60, node_lost_after=120, max_failovers=1, failover_window=3600,
+    def __init__(self, *, stuck_after=60, node_lost_after=120, max_failovers=1, failover_window=3600,
                  exclude_labels=DEFAULT_EXCLUDE_LABELS, emitted=None, failovers=None):
         settings = check_settings(stuck_after, node_lost_after, max_failovers, failover_window, exclude_labels)
         self.stuck_after = settings['stuck_after']
@@ -212,7 +204,7 @@ class IncidentTracker(object):
             # only a heartbeat seen to stop is evidence.
             if node_ready(node) == 'True' or not renewed.get(name):
                 continue
-            preflight = failover_preflight(name, nodes, leases, lease_grace=self.node_lost_after, now=now)
+            preflight = failover_preflight(name, nodes, leases=leases, lease_grace=self.node_lost_after, now=now)
             if preflight['refused']:
                 continue
             facts = preflight['nodes'][name]
@@ -235,7 +227,7 @@ class IncidentTracker(object):
             incidents.append(dict(
                 id=incident_id, kind='node-lost', title=TITLES['node-lost'], node=name,
                 pods=sorted(_pod_ref(p) for p in pods),
-                claims=sorted(set(c for p in pods for c in _claims(p))),
+                claims=sorted(set(c for p in pods for c in pod_claim_refs(p))),
                 evidence=['Ready=%s since %s (%s)' % (
                     facts['ready'], cond.get('lastTransitionTime') or '?', cond.get('reason') or 'no reason given'),
                     'Lease not renewed for %s s (node_lost_after=%d)' % (facts['lease_age'], self.node_lost_after)],
@@ -266,13 +258,14 @@ class IncidentTracker(object):
         vas, nodes = self.items('VolumeAttachment'), self.items('Node')
         incidents = []
         for pod in stuck:
-            found = classify_pod(pod, events, pvcs, pvs, vas, nodes, now=now, threshold=self.stuck_after)
+            found = classify_pod(pod, events=events, pvcs=pvcs, pvs=pvs, vas=vas, nodes=nodes, now=now,
+                                 threshold=self.stuck_after)
             if found['incident'] not in PLAYBOOKS:
                 continue   # stuck for a reason diagnose does not know: nothing to run
             incidents.append(dict(
                 id='%s:%s:%s' % (found['incident'], _pod_ref(pod), pod['metadata'].get('uid') or '-'),
                 kind=found['incident'], title=found['title'], node=found['node'], pods=[_pod_ref(pod)],
-                claims=_claims(pod), evidence=found['evidence'], target=found['target'],
+                claims=pod_claim_refs(pod), evidence=found['evidence'], target=found['target'],
                 age_seconds=found['age_seconds'], next=found['next']))
         return incidents
 
@@ -291,7 +284,7 @@ class IncidentTracker(object):
             claim_ref = ((self.objects['PersistentVolume'].get(('', pv_name or '')) or {}).get('spec') or {}).get(
                 'claimRef') or {}
             claim = '%s/%s' % (claim_ref.get('namespace'), claim_ref.get('name')) if claim_ref.get('name') else None
-            pods = [p for p in self.items('Pod') if claim and claim in _claims(p)]
+            pods = [p for p in self.items('Pod') if claim and claim in pod_claim_refs(p)]
             # volumeattachment_cleanup works from the pod the attachment keeps from starting
             waiting = [p for p in pods if (p.get('spec') or {}).get('nodeName') != node] or pods
             incidents.append(dict(

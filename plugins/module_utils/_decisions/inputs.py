@@ -25,8 +25,10 @@ from ansible.module_utils.common.validation import (
 K8S_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
 K8S_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 
+# How an input's or a module option's type is said to the user (the modules' type errors use it too).
 TYPE_WORDS = {'int': 'an integer', 'float': 'a number', 'bool': 'true or false', 'str': 'a string',
-              'list': 'a list', 'dict': 'a mapping', 'path': 'a path', 'auto_bool': 'auto, true or false'}
+              'list': 'a list', 'dict': 'a mapping', 'path': 'a path', 'auto_bool': 'auto, true or false',
+              'raw': 'a value', 'json': 'JSON', 'jsonarg': 'JSON', 'bytes': 'a size in bytes', 'bits': 'a size in bits'}
 CHECKERS = {'int': check_type_int, 'float': check_type_float, 'bool': check_type_bool, 'list': check_type_list,
             'dict': check_type_dict, 'path': check_type_path}
 
@@ -34,7 +36,9 @@ CHECKERS = {'int': check_type_int, 'float': check_type_float, 'bool': check_type
 _NOT_TYPOS = re.compile(r'^(ansible_|inventory_|group_names$|groups$|hostvars$|omit$|playbook_dir$|play_)')
 
 
-def _show(value):
+def show_value(value):
+    """A value as a message quotes it: a string in double quotes, anything else as Python writes it,
+    cut at 80 characters."""
     text = repr(value) if not isinstance(value, str) else '"%s"' % value
     return text if len(text) <= 80 else text[:77] + '..."'
 
@@ -105,21 +109,21 @@ def coerce(name, value, option):
         try:
             return check_type_bool(value), None
         except (TypeError, ValueError):
-            return None, '%s is not %s' % (_show(value), TYPE_WORDS[kind])
+            return None, '%s is not %s' % (show_value(value), TYPE_WORDS[kind])
     if kind == 'str':
         if isinstance(value, (dict, list)):
-            return None, '%s is not a string' % _show(value)
+            return None, '%s is not a string' % show_value(value)
         if isinstance(value, bool):
-            return None, '%s is not a string (quote it if it is meant as text)' % _show(value)
+            return None, '%s is not a string (quote it if it is meant as text)' % show_value(value)
         return check_type_str(value, allow_conversion=True), None
     if kind in ('int', 'float') and isinstance(value, bool):
-        return None, '%s is not %s' % (_show(value), TYPE_WORDS[kind])
+        return None, '%s is not %s' % (show_value(value), TYPE_WORDS[kind])
     if kind in ('int', 'float') and isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None, '%s is not %s' % (_show(value), TYPE_WORDS[kind])
+        return None, '%s is not %s' % (show_value(value), TYPE_WORDS[kind])
     try:
         converted = CHECKERS[kind](value)
     except (TypeError, ValueError, ArithmeticError):  # 'INF' as an int: newer cores raise OverflowError
-        return None, '%s is not %s' % (_show(value), TYPE_WORDS.get(kind, kind))
+        return None, '%s is not %s' % (show_value(value), TYPE_WORDS.get(kind, kind))
     if kind == 'list' and option.get('elements'):
         items = []
         for index, item in enumerate(converted):
@@ -148,16 +152,16 @@ def _check_format(value, option, context, files):
     values = value if isinstance(value, list) else [value]
     for item in values:
         if fmt == 'k8s_name' and not (K8S_NAME.match(item) and len(item) <= 253):
-            return '%s is not a Kubernetes name (lowercase letters, digits, "-" and ".")' % _show(item)
+            return '%s is not a Kubernetes name (lowercase letters, digits, "-" and ".")' % show_value(item)
         if fmt == 'k8s_namespace' and not (K8S_LABEL.match(item) and len(item) <= 63):
-            return '%s is not a namespace name (at most 63 lowercase letters, digits and "-")' % _show(item)
+            return '%s is not a namespace name (at most 63 lowercase letters, digits and "-")' % show_value(item)
         if fmt == 'inventory_hosts':
             group = option.get('group', 'all')
             members = context.get('groups', {}).get(group, [])
             if item not in members:
                 close = difflib.get_close_matches(item, members, 1)
                 return '%s is not a host of the inventory group %s (%s)%s' % (
-                    _show(item), group, ', '.join(members) or 'it is empty',
+                    show_value(item), group, ', '.join(members) or 'it is empty',
                     '; did you mean %s?' % close[0] if close else '')
     if fmt == 'readable_file':
         used_by = option.get('used_by')
@@ -177,7 +181,7 @@ def _check_format(value, option, context, files):
     return None
 
 
-def check_inputs(playbook, entry, provided, context=None, other_names=(), files=None, epoch=None):
+def check_inputs(playbook, entry, provided, *, context=None, other_names=(), files=None, epoch=None):
     """Check the provided inputs of a playbook against its argument spec entry.
 
     provided: {name: value} of the inputs that are set (extra vars, inventory).
@@ -217,7 +221,7 @@ def check_inputs(playbook, entry, provided, context=None, other_names=(), files=
             value = option['default']  # defaults pass the same checks (report_dir: the working directory)
         value, problem = coerce(name, value, option)
         if problem is None and option.get('choices') and value not in option['choices']:
-            problem = '%s is not one of %s' % (_show(value), ', '.join(str(c) for c in option['choices']))
+            problem = '%s is not one of %s' % (show_value(value), ', '.join(str(c) for c in option['choices']))
         if problem is None and option.get('required') and value in ('', []):
             problem = 'must not be empty'
         if problem is None and 'minimum' in option and value < option['minimum']:

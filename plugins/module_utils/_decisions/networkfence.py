@@ -45,16 +45,17 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._addresses import parse_network
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._addresses import parse_each, parse_network
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     check_object_name,
     node_addresses,
     node_ready,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
     network_contains,
     normalize_ip,
     normalize_network,
+    ready_without_address,
 )
 
 GROUP = 'csiaddons.openshift.io'
@@ -116,16 +117,7 @@ def _cidr_text(net):
 
 def normalize_cidrs(values):
     """Canonical, duplicate-free CIDRs in the order given. Raises ValueError listing every bad one."""
-    out = []
-    errors = []
-    for value in values or []:
-        try:
-            cidr = normalize_cidr(value)
-        except ValueError as exc:
-            errors.append(str(exc))
-            continue
-        if cidr not in out:
-            out.append(cidr)
+    out, errors = parse_each(values, normalize_cidr)
     if errors:
         raise ValueError('; '.join(errors))
     return out
@@ -156,7 +148,7 @@ def compared_networks(cidr):
 
 
 class NodeIndex(object):
-    """Node addresses, normalised (IPv4-mapped IPv6 unmapped: _safety.normalize_ip), indexed for the I1
+    """Node addresses, normalised (IPv4-mapped IPv6 unmapped: cluster_view.normalize_ip), indexed for the I1
     coverage checks (a /32 is one dict look-up). Every address type counts (InternalIP, ExternalIP, ...);
     an address several nodes list is kept for each of them."""
 
@@ -181,7 +173,7 @@ class NodeIndex(object):
 
     def addressless_ready(self):
         """Names of the Ready nodes that list no IP: any address might be theirs."""
-        return sorted(n for n in self.addressless if self.ready.get(n) == 'True')
+        return ready_without_address(self.ready, self.addressless)
 
     def _addresses_in(self, cidr):
         """The listed (normalised) addresses inside `cidr`."""
@@ -212,7 +204,7 @@ class NodeIndex(object):
             for addr in self._addresses_in(cidr):
                 if len(self.by_addr[addr]) > 1:
                     found.setdefault(addr, []).append(cidr)
-        return [(str(addr), sorted(self.by_addr[addr]), found[addr]) for addr in sorted(found, key=_addr_key)]
+        return [(str(addr), sorted(self.by_addr[addr]), found[addr]) for addr in sorted(found, key=_address_sort_key)]
 
     def holds_unlisted(self, cidr):
         """Whether `cidr` holds at least one address that no node lists (True for what is not a CIDR)."""
@@ -239,7 +231,8 @@ class NodeIndex(object):
         return [nodes[name] for name in sorted(nodes)]
 
 
-def _addr_key(addr):
+def _address_sort_key(addr):
+    """IPv4 before IPv6, each in numeric order."""
     return addr.version, int(addr)
 
 
@@ -397,7 +390,7 @@ class Plan(object):
     """What to do with one fence. `body` for a create, `patch` (a merge patch without the
     resourceVersion) for an update."""
 
-    def __init__(self, req, existing, action, body=None, patch=None, cidrs=None, fence_state=None,
+    def __init__(self, req, existing, action, *, body=None, patch=None, cidrs=None, fence_state=None,
                  newly_fenced=None, why=None, new_cidrs=None):
         self.req = req
         self.name = req['name']
@@ -426,7 +419,7 @@ class Plan(object):
     @property
     def monitor_checked(self):
         """The CIDRs the Ceph monitor check covers: those newly fenced and those newly written into
-        the fence in any state (issue 17), without duplicates."""
+        the fence in any state, without duplicates."""
         out = []
         keys = set()
         for cidr in list(self.newly_fenced) + list(self.new_cidrs):
@@ -610,6 +603,61 @@ def coverage_refusals(plans, index):
     return out
 
 
+# What each kind of refusal would cost, said once with the refusals (the module stops unless forced).
+READY_NODE_REFUSAL = ('. Fencing a Ready node cuts a healthy node off its storage; check the CIDRs, or set force=true '
+                      'if that is really intended')
+MONITOR_REFUSAL = ('. Fencing a monitor\'s address cuts the clients there off the cluster; check the CIDRs '
+                   '(monitor_configmaps names where ceph-csi lists the monitors), or set force=true if that is '
+                   'really intended (monitor_configmaps=[] turns the check off)')
+
+
+def plan_requests(requests, existing, *, classes, classes_served, force=False):
+    """The plan of each NetworkFence request (plan_fence), and why a request cannot be planned: a
+    NetworkFenceClass it names that does not exist (or cannot, when the cluster serves no
+    networkfenceclasses), or plan_fence's own refusal. existing: {name: fence}; classes: {name: class}.
+    Returns (plans, problems)."""
+    plans, problems = [], []
+    for req in requests:
+        cls = req.get('network_fence_class')
+        if cls is not None and req['state'] == 'present' and cls not in classes:
+            problems.append('NetworkFenceClass %s (for NetworkFence %s) %s' % (
+                cls, req['name'], 'does not exist' if classes_served else
+                'cannot exist: the cluster does not serve networkfenceclasses (CSI-Addons too old?)'))
+            continue
+        try:
+            plans.append(plan_fence(req, existing.get(req['name']), force))
+        except ValueError as exc:
+            problems.append(str(exc))
+    return plans, problems
+
+
+def refused_unless_forced(refusals, *, consequence, force=False):
+    """(problems, warnings) of refusals to fence what must not be fenced (coverage_refusals: a Ready
+    node's address, I1; monitor_refusals: a Ceph monitor's): one problem naming them all and what
+    fencing them would cost, which stops the run; with force, a warning for each instead."""
+    if not refusals:
+        return [], []
+    if not force:
+        return ['; '.join(refusals) + consequence], []
+    return [], [r + ' (force=true)' for r in refusals]
+
+
+def plan_warnings(plans, index):
+    """What the report warns about plans that may be carried out: a fence left Fenced over Ready
+    nodes (they cannot use their storage), a new fence that uses the deprecated driver/secret/parameters."""
+    warnings = []
+    for plan in plans:
+        if plan.action == NONE and plan.existing is not None and plan.fence_state == FENCED:
+            ready = [n['name'] for n in index.coverage(plan.cidrs) if n['ready'] == 'True']
+            if ready:
+                warnings.append('NetworkFence %s fences Ready node(s) %s: they cannot use their storage; '
+                                'unfence once they have been rebooted' % (plan.name, ', '.join(ready)))
+        if plan.action == CREATE and plan.req.get('driver'):
+            warnings.append('NetworkFence %s uses driver/secret/parameters, deprecated upstream; prefer '
+                            'network_fence_class' % plan.name)
+    return warnings
+
+
 # --------------------------------------------------------------------------- results
 
 def fence_outcome(fence, fence_state):
@@ -635,7 +683,7 @@ def fence_outcome(fence, fence_state):
     return None
 
 
-# --------------------------------------------------------------------------- Ceph monitors (issue 17)
+# --------------------------------------------------------------------------- Ceph monitors
 
 # Where ceph-csi's configuration lists the monitors of each clusterID: ceph-csi's own ConfigMap
 # (deploy/*/kubernetes/csi-config-map.yaml: key config.json) and the one Rook writes for the

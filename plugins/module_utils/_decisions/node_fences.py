@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import node_addresses
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import node_addresses, object_name as _name
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfence import normalize_cidrs
 
 MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
@@ -124,10 +124,6 @@ def host_cidr(ip):
     return '%s/%d' % (ip, 128 if ':' in ip else 32)
 
 
-def _name(obj):
-    return ((obj or {}).get('metadata') or {}).get('name')
-
-
 def _labels(obj):
     return ((obj or {}).get('metadata') or {}).get('labels') or {}
 
@@ -142,7 +138,7 @@ def is_ours(fence, fence_set):
     return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(SET_LABEL) == fence_set
 
 
-def plan(nodes, fences, all_nodes=None, state='present', node_selector='', address_types=('InternalIP',),
+def plan(nodes, fences, *, all_nodes=None, state='present', node_selector='', address_types=('InternalIP',),
          extra_cidrs=None, name_prefix='volfence-', fence_set='default', labels=None, prune=True,
          prune_fenced=False):
     """The node_fences plan.

@@ -16,7 +16,7 @@ Unit tests: tests/unit/plugins/module_utils/test__readiness.py.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     node_addresses, node_ready, object_name as _name, parse_kube_version)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import plan as node_fences_plan
 
@@ -92,7 +92,7 @@ def address_checks(nodes, address_types=('InternalIP',)):
     return out
 
 
-def csi_addons_checks(nodes, driver, fences_served, classes, addons_served, addons_nodes):
+def csi_addons_checks(nodes, driver, *, fences_served, classes, addons_served, addons_nodes):
     """CSI-Addons: the NetworkFence API, a NetworkFenceClass for the driver, the CSIAddonsNodes that carry
     fence requests (the controller plugin's) and one per node."""
     if not fences_served:
@@ -345,14 +345,22 @@ def probe_check(added=None, removed=None):
                                                 'client has it)' % PROBE_ADDRESS)
 
 
-def report(k8s_checks, ceph_result=None, fail_on=FAIL, probe_added=None, probe_removed=None):
+def report(k8s_checks, ceph_result=None, fail_on=FAIL, probe_added=None, probe_removed=None, *, failed_step=None):
     """The readiness report: every check (Kubernetes, then Ceph from a ceph_blocklist_info result, or a
     warning that there is no Ceph side), the worst verdict, counts, one summary line per check (with its
-    fix when it does not pass) and whether the run fails: its verdict reaches `fail_on` (fail, warn, never)."""
+    fix when it does not pass) and whether the run fails: its verdict reaches `fail_on` (fail, warn, never).
+    A step that failed on its host (failed_step: host, step, reason) is a failed check: the checks of that
+    side and of the sides after it were not made, and a Ceph side it kept from running is not missing."""
     checks = list(k8s_checks or [])
+    if failed_step:
+        checks.append(check('failed-step', FAIL, '%s failed on %s (%s): its checks, and those after it, were not made'
+                            % (failed_step.get('step'), failed_step.get('host'), failed_step.get('reason')),
+                            'make %s reachable, with a Python that runs the modules, and run again'
+                            % failed_step.get('host')))
     if ceph_result is None:
-        checks.append(check('ceph', WARN, 'no ceph_admin host: the blocklist path was not checked',
-                            'add the Ceph admin host to the ceph_admin group of the inventory'))
+        if not failed_step:
+            checks.append(check('ceph', WARN, 'no ceph_admin host: the blocklist path was not checked',
+                                'add the Ceph admin host to the ceph_admin group of the inventory'))
     else:
         checks.extend(ceph_checks(ceph_result))
         if not (isinstance(ceph_result, dict) and ceph_result.get('failed')):

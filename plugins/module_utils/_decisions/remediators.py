@@ -23,7 +23,7 @@ Unit tests: tests/unit/plugins/module_utils/test__remediators.py.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     OUT_OF_SERVICE_TAINT as OUT_OF_SERVICE_KEY, is_out_of_service)
 
 OWN_TAINT_ANNOTATION = 'volfence.csi/out-of-service-taint'

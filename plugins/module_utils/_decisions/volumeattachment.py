@@ -39,12 +39,13 @@ __metaclass__ = type
 import hashlib
 import re
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     OUT_OF_SERVICE_TAINT,
     age_seconds,
     has_taint,
     node_not_ready_for,
     node_ready,
+    pod_claims,
 )
 
 ATTACHER_FINALIZER_PREFIX = 'external-attacher/'
@@ -176,19 +177,6 @@ def claim_of(pv):
     return None
 
 
-def pod_claims(pod):
-    """The PVC names a pod's volumes refer to (persistentVolumeClaim and generic ephemeral)."""
-    names = []
-    pod_name = pod['metadata']['name']
-    for vol in (pod.get('spec') or {}).get('volumes') or []:
-        claim = (vol.get('persistentVolumeClaim') or {}).get('claimName')
-        if claim:
-            names.append(claim)
-        elif vol.get('ephemeral') is not None:
-            names.append('%s-%s' % (pod_name, vol.get('name')))
-    return names
-
-
 def claim_users(pods):
     """{(namespace, claim): sorted 'namespace/name' of the pods (not Succeeded/Failed) using it}: one
     pass over a node's pods, so that each of its attachments is a lookup, not a scan."""
@@ -219,7 +207,7 @@ def _volume_error(err):
     return dict(message=err.get('message'), time=err.get('time'))
 
 
-def assess(va, pv, pv_known, node, pods, cluster_version, not_ready_grace, now=None, pod_index=None):
+def assess(va, pv, *, pv_known, node, pods, cluster_version, not_ready_grace, now=None, pod_index=None):
     """The report of one VolumeAttachment.
 
     `pv`: its PersistentVolume or None; `pv_known`: whether the PV was looked up (False for

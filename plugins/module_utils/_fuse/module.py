@@ -40,8 +40,9 @@ def find_mounts(module, kubelet_dir):
     has none on this node."""
     params = module.params
     seen = []
-    mounts = find_csi_fuse_mounts(read_mountinfo(module), kubelet_dir, params["drivers"], params["fstype_patterns"],
-                                  probe_timeout=params["probe_timeout"], seen_drivers=seen)
+    mounts = find_csi_fuse_mounts(read_mountinfo(module), kubelet_dir, drivers=params["drivers"],
+                                  fstype_patterns=params["fstype_patterns"], probe_timeout=params["probe_timeout"],
+                                  seen_drivers=seen)
     for warning in unmatched_drivers(params["drivers"], seen):
         module.warn(warning)
     return mounts

@@ -19,6 +19,9 @@ import os
 import re
 import threading
 
+# A mount's states are the decision layer's words (_decisions/dead_mounts.py decides what is unmounted).
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.dead_mounts import DEAD, HEALTHY, HUNG
+
 # The errors a FUSE mount gives once its daemon is gone.
 DEAD_ERRNOS = (errno.ENOTCONN, errno.ECONNABORTED)
 
@@ -88,10 +91,6 @@ def read_vol_data(path):
 # Seconds a mount point may take to answer stat() before it counts as hung (I8).
 PROBE_TIMEOUT = 5
 
-HEALTHY = "healthy"
-DEAD = "dead"
-HUNG = "hung"
-
 
 def probe(path, stat=os.stat, timeout=None):
     """(state, errno, error text) of a mount point: HEALTHY; DEAD when stat() fails as it does once the FUSE
@@ -127,7 +126,7 @@ def probe(path, stat=os.stat, timeout=None):
 def check_kubelet_dir(path, realpath=os.path.realpath, isdir=os.path.isdir, exists=os.path.exists,
                       access=os.access):
     """(the directory to look under, warnings) for the kubelet_dir option, or ValueError saying what is
-    wrong with it (issue 17: a typo must not read as "no dead mounts, all healthy"):
+    wrong with it (a typo must not read as "no dead mounts, all healthy"):
 
     * it does not exist, is not a directory, or cannot be read: ValueError;
     * it has no ``pods`` directory (kubelet creates it at start): a warning, it does not look like
@@ -161,7 +160,7 @@ def unmatched_drivers(drivers, seen):
             % (driver, ", ".join(found) or "none") for driver in (drivers or []) if driver not in found]
 
 
-def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, drivers=None, fstype_patterns=("fuse", "fuse.*"),
+def find_csi_fuse_mounts(mountinfo_text, kubelet_dir, *, drivers=None, fstype_patterns=("fuse", "fuse.*"),
                          stat=os.stat, vol_data=read_vol_data, probe_timeout=PROBE_TIMEOUT, seen_drivers=None):
     """Every FUSE mount of a CSI volume under kubelet_dir, with its state (probe()).
 

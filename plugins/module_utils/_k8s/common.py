@@ -43,7 +43,8 @@ except ImportError:  # pragma: no cover (Python 2 is not supported, this keeps t
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import describe, object_ref
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import describe, object_ref
+from ansible_collections.volfence.csi.plugins.module_utils._errors import DetailedError
 from ansible_collections.volfence.csi.plugins.module_utils._module import VolfenceModule
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import (
     MAX_API_RETRIES,
@@ -120,24 +121,16 @@ def check_requirements(module):
 
 # --------------------------------------------------------------------------- errors
 
-class K8sError(Exception):
+class K8sError(DetailedError):
     """A Kubernetes operation failed; carries what the user needs to see."""
 
-    def __init__(self, msg, status=None, reason=None, api_message=None, method=None, path=None, obj=None):
+    FAIL_DETAILS = (('status', 'status'), ('reason', 'reason'), ('api_message', 'api_message'),
+                    ('method', 'method'), ('path', 'path'), ('obj', 'object'))
+
+    def __init__(self, msg, *, status=None, reason=None, api_message=None, method=None, path=None, obj=None):
         super(K8sError, self).__init__(msg)
-        self.msg = msg
         self.status, self.reason, self.api_message = status, reason, api_message   # the API's answer
         self.method, self.path, self.obj = method, path, obj                       # the request
-
-    def fail_kwargs(self):
-        """Keyword arguments for fail_json()."""
-        out = dict(msg=self.msg)
-        for name, key in (('status', 'status'), ('reason', 'reason'), ('api_message', 'api_message'),
-                          ('method', 'method'), ('path', 'path'), ('obj', 'object')):
-            value = getattr(self, name)
-            if value is not None:
-                out[key] = value
-        return out
 
 
 class K8sApiError(K8sError):
@@ -207,7 +200,7 @@ def _no_answer_reason(names, text):
 RETRYABLE_STATUSES = (429, 500, 502, 503, 504)
 
 
-def api_error(method, path, status, reason, data, what=None):
+def api_error(method, path, status, reason, data, *, what=None):
     """A K8sApiError from an HTTP error answer; `what` is (kind, name[, namespace])."""
     body = None
     if data:
@@ -245,7 +238,7 @@ class KubeApi(object):
     the callers re-read and decide (a write may have been applied before its answer was lost).
     """
 
-    def __init__(self, transport, timeout=30, retries=3, sleep=time.sleep, backoff=0.5):
+    def __init__(self, transport, *, timeout=30, retries=3, sleep=time.sleep, backoff=0.5):
         self.transport = transport
         self.timeout = timeout
         self.retries = retries
@@ -255,7 +248,7 @@ class KubeApi(object):
         self.requests = 0
 
     # -- low level
-    def request(self, method, path, query=None, body=None, content_type='application/json', what=None,
+    def request(self, method, path, *, query=None, body=None, content_type='application/json', what=None,
                 retry=None, ok_statuses=()):
         """The decoded JSON answer (a dict; {} for an empty body). Statuses in `ok_statuses` return
         None instead of raising (e.g. 404 for "absent is fine")."""
@@ -296,7 +289,7 @@ class KubeApi(object):
             if retry and not last and status in RETRYABLE_STATUSES:
                 self.sleep(_retry_after(resp_headers) or self.backoff * (2 ** attempt))
                 continue
-            raise api_error(method, path, status, reason, resp_data, what)
+            raise api_error(method, path, status, reason, resp_data, what=what)
 
     # -- conveniences
     def get(self, path, what=None, missing_ok=False):
@@ -305,7 +298,8 @@ class KubeApi(object):
 
     def list(self, path, what=None, label_selector=None, field_selector=None, page=500):
         """Every item of a collection (following `continue` tokens)."""
-        return self.list_versioned(path, what, label_selector, field_selector, page)[0]
+        return self.list_versioned(path, what=what, label_selector=label_selector, field_selector=field_selector,
+                                   page=page)[0]
 
     def list_versioned(self, path, what=None, label_selector=None, field_selector=None, page=500):
         """(every item of a collection, the list's resourceVersion): where a watch of it starts."""

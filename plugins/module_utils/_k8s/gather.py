@@ -19,8 +19,8 @@ kind, paged with limit/continue (KubeApi.list), with field selectors the real AP
 - the VolumeAttachments (the API has no selector for them), of which only those of the volumes
   concerned and of the nodes that are not Ready are kept.
 
-The classification itself stays in _diagnose (stuck_pods, diagnose) and _safety
-(down_node_volumes): the result of gather() fed to them gives what they give on the whole
+The classification itself stays in _decisions/diagnose (stuck_pods, diagnose) and
+_decisions/node_volumes (down_node_volumes): the result of gather() fed to them gives what they give on the whole
 cluster's lists (tests/unit/plugins/module_utils/test__diagnose_k8s.py proves it on generated
 clusters). `api` is anything with get(path, what, missing_ok), list(path, what, label_selector,
 field_selector, page) and server_version(): KubeApi, or a fake in unit tests.
@@ -38,20 +38,19 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose i
     pv_rbd_image,
     stuck_pods,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     check_object_name, node_addresses, node_ready)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_LEASE_GRACE, check_range
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import get_each
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import other_remediators_by_node
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
-    LEASE_NAMESPACE,
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import LEASE_NAMESPACE, failed_set
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import (
     down_node_volumes,
-    failed_set,
-    failover_preflight,
     failover_volumes,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import pod_claims
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import failover_preflight
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import pod_claims
 
 # Pods that have not started: Pending (and Unknown, a pod whose node stopped reporting).
 PODS_NOT_STARTED = 'status.phase!=Running,status.phase!=Succeeded,status.phase!=Failed'
@@ -200,12 +199,12 @@ def _paths(resource_path, plural, namespaces, group='', version='v1'):
     return [resource_path(group, version, plural)]
 
 
-def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE, now=None, workers=READ_WORKERS):
+def gather(api, resource_path, *, namespaces=None, threshold=120, page=DEFAULT_PAGE, now=None, workers=READ_WORKERS):
     """Read what the diagnosis needs and join it (see the module docstring). Returns a dict:
     server_version, objects (pods: the stuck pods; events, pvcs, pvs, volumeattachments, nodes:
     what their classification reads; networkfences, whose blocklist entries are theirs), stuck (the first classification, without watchers or
     locks), images (rbd-csi and rbd-intree lists), node_addresses, nodes_not_ready
-    (_safety.down_node_volumes) and listed (how many objects of each kind were read)."""
+    (_decisions/node_volumes.down_node_volumes) and listed (how many objects of each kind were read)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     namespaces = sorted(set(namespaces or []))
     listed = dict(pods=0, events=0, nodes=0, pvcs=0, pvs=0, volumeattachments=0, networkfences=0)
@@ -262,14 +261,16 @@ def gather(api, resource_path, namespaces=None, threshold=120, page=DEFAULT_PAGE
     listed['networkfences'] = len(fences)
 
     events = events_of(stuck, warnings)
-    first = diagnose(stuck, events, pvcs, pvs, vas, nodes, git_version=version, threshold=threshold, now=now)
+    first = diagnose(stuck, events=events, pvcs=pvcs, pvs=pvs, vas=vas, nodes=nodes, git_version=version,
+                     threshold=threshold, now=now)
     images = rbd_images(first)
     objects = dict(pods=[slim(p) for p in stuck], events=[slim(e) for e in events], pvcs=[slim(c) for c in pvcs],
                    pvs=[slim(p) for p in pvs], volumeattachments=[slim(v) for v in vas],
                    nodes=[slim(n) for n in nodes], networkfences=[slim(f) for f in fences])
     return dict(server_version=version, objects=objects, stuck=first,
                 images=images, node_addresses=addresses_by_node(nodes),
-                nodes_not_ready=down_node_volumes(nodes, list(down_pods.values()), pvcs, pvs, vas),
+                nodes_not_ready=down_node_volumes(nodes, pods=list(down_pods.values()), pvcs=pvcs, pvs=pvs,
+                                                  attachments=vas),
                 listed=listed)
 
 
@@ -299,7 +300,7 @@ def waiting_volumes(api, resource_path, pods, workers=READ_WORKERS):
     return out
 
 
-def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False, volumes=True,
+def gather_failed_nodes(api, resource_path, names, *, lease_grace=120, force=False, volumes=True,
                         page=DEFAULT_PAGE, now=None, workers=READ_WORKERS):
     """What node_failover (and, with volumes=False, node_recover) reads before deciding, asked
     only for what the failed nodes need, then joined:
@@ -311,10 +312,10 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
       nodes' are kept.
 
     Returns server_version, missing (the names no node has), nodes, leases, pods (slimmed),
-    objects (the claims, PVs and VolumeAttachments read, slimmed), preflight (_safety.failover_preflight), volumes (_safety.failover_volumes), images (the RBD
-    images of those volumes), node_addresses, listed (objects read per kind) and other_remediators (what
-    others did on the failed nodes to remediate them, _decisions/remediators.py). Fed the whole
-    cluster's lists, failover_preflight and failover_volumes give the same answer (unit-tested)."""
+    objects (the claims, PVs and VolumeAttachments read, slimmed), preflight (_decisions/preflight.failover_preflight),
+    volumes (_decisions/node_volumes.failover_volumes), images (the RBD images of those volumes), node_addresses,
+    listed (objects read per kind) and other_remediators (what others did on the failed nodes to remediate
+    them, _decisions/remediators.py). Fed the whole cluster's lists, failover_preflight and failover_volumes give the same answer (unit-tested)."""
     failed = failed_set(names)
     version = (api.server_version() or {}).get('gitVersion')
     nodes = api.list(resource_path('', 'v1', 'nodes'), what=('Node', None), page=page)
@@ -340,7 +341,7 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
         pvs = get_each(api, [(resource_path('', 'v1', 'persistentvolumes', name), ('PersistentVolume', name))
                              for name in sorted(pv_names - set([None, '']))], workers)
         listed.update(pods=len(pods), pvcs=len(pvcs), pvs=len(pvs))
-    joined = failover_volumes(failed, pods, pvcs, pvs, vas) if volumes else []
+    joined = failover_volumes(failed, pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas) if volumes else []
     images = []
     for volume in joined:
         if volume.get('image') and volume['image'] not in images:
@@ -364,6 +365,7 @@ def gather_failed_nodes(api, resource_path, names, lease_grace=120, force=False,
                 pods=[slim(p) for p in pods],
                 objects=dict(pvcs=[slim(c) for c in pvcs], pvs=[slim(v) for v in pvs],
                              volumeattachments=[slim(va) for va in vas]),
-                preflight=failover_preflight(failed, nodes, leases, lease_grace, force, now),
+                preflight=failover_preflight(failed, nodes, leases=leases, lease_grace=lease_grace, force=force,
+                                             now=now),
                 volumes=joined, images=images, waiting=waiting, node_addresses=addresses_by_node(nodes), listed=listed,
                 other_remediators=other_remediators_by_node(nodes, failed))

@@ -15,8 +15,7 @@ server errors and lost answers. Then waits, with one LIST per poll, for the cont
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import time
-
+from ansible_collections.volfence.csi.plugins.module_utils._clock import SYSTEM_CLOCK
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sApiError,
     K8sError,
@@ -35,7 +34,6 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfen
     CREATE,
     DELETE,
     FAILED,
-    FENCED,
     FENCES,
     GROUP,
     NONE,
@@ -56,6 +54,11 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfen
     fence_report,
     monitor_refusals,
     plan_fence,
+    plan_requests,
+    plan_warnings,
+    refused_unless_forced,
+    MONITOR_REFUSAL,
+    READY_NODE_REFUSAL,
     same_cidrs,
     unchecked_monitors,
     unread_monitors,
@@ -76,14 +79,12 @@ def fence_path(name=None):
 
 
 class NetworkFences(object):
-    def __init__(self, api, workers=16, sleep=time.sleep, clock=time.time,
-                 monitor_configmaps=DEFAULT_MONITOR_CONFIGMAPS):
+    def __init__(self, api, *, workers=16, clock=SYSTEM_CLOCK, monitor_configmaps=DEFAULT_MONITOR_CONFIGMAPS):
         self.api = api
         self.monitor_configmaps = list(monitor_configmaps or [])
-        # What the Ceph monitor check read and checked (issue 17): returned as `monitors`.
+        # What the Ceph monitor check read and checked: returned as `monitors`.
         self.monitors = dict(configmaps=[], checked=[], unchecked=[], unread=None, sources=list(self.monitor_configmaps))
         self.workers = workers
-        self.sleep = sleep
         self.clock = clock
         self.warnings = []
         self.classes = {}
@@ -125,7 +126,7 @@ class NetworkFences(object):
         return self.index
 
     def node_fences_requests(self, params, check_mode=False):
-        """The requests of a node_fences call (one Unfenced fence per node, see _node_fences.plan) and what
+        """The requests of a node_fences call (one Unfenced fence per node, see _decisions/node_fences.plan) and what
         the plan says besides (nodes, fenced, kept_fenced, pruned, nodes_without_addresses, warnings,
         installed). One LIST of the fences and one of the nodes (plus one with the node selector), which the
         plan and the checks of plan() then use. Raises K8sNotInstalled without the CSI-Addons CRDs (in check
@@ -244,45 +245,20 @@ class NetworkFences(object):
             (f.get('spec') or {}).get('networkFenceClassName') for f in existing.values())
         if needs_classes:
             self.read_classes()
-        problems = []
-        plans = []
-        for req in requests:
-            cls = req.get('network_fence_class')
-            if cls is not None and req['state'] == 'present' and cls not in self.classes:
-                problems.append('NetworkFenceClass %s (for NetworkFence %s) %s' % (
-                    cls, req['name'], 'does not exist' if self.classes_served else
-                    'cannot exist: the cluster does not serve networkfenceclasses (CSI-Addons too old?)'))
-                continue
-            try:
-                plans.append(plan_fence(req, existing.get(req['name']), force))
-            except ValueError as exc:
-                problems.append(str(exc))
+        # the decisions are _decisions/networkfence.py's; this reads what they need and raises their refusal
+        plans, problems = plan_requests(requests, existing, classes=self.classes, classes_served=self.classes_served,
+                                        force=force)
         index = self.read_nodes()
-        refusals = coverage_refusals(plans, index)
-        if refusals and not force:
-            problems.append('; '.join(refusals) + '. Fencing a Ready node cuts a healthy node off its storage; '
-                            'check the CIDRs, or set force=true if that is really intended')
-        elif refusals:
-            self.warnings.extend(r + ' (force=true)' for r in refusals)
-        mon_refusals = self.check_monitors(plans)
-        if mon_refusals and not force:
-            problems.append('; '.join(mon_refusals) + '. Fencing a monitor\'s address cuts the clients there off '
-                            'the cluster; check the CIDRs (monitor_configmaps names where ceph-csi lists the '
-                            'monitors), or set force=true if that is really intended (monitor_configmaps=[] turns '
-                            'the check off)')
-        elif mon_refusals:
-            self.warnings.extend(r + ' (force=true)' for r in mon_refusals)
+        refused, forced = refused_unless_forced(coverage_refusals(plans, index), consequence=READY_NODE_REFUSAL,
+                                                force=force)
+        problems.extend(refused)
+        self.warnings.extend(forced)
+        refused, forced = refused_unless_forced(self.check_monitors(plans), consequence=MONITOR_REFUSAL, force=force)
+        problems.extend(refused)
+        self.warnings.extend(forced)
         if problems:
             raise K8sRefused('; '.join(problems) + '. Nothing was changed.')
-        for plan in plans:
-            if plan.action == NONE and plan.existing is not None and plan.fence_state == FENCED:
-                ready = [n['name'] for n in index.coverage(plan.cidrs) if n['ready'] == 'True']
-                if ready:
-                    self.warnings.append('NetworkFence %s fences Ready node(s) %s: they cannot use their storage; '
-                                         'unfence once they have been rebooted' % (plan.name, ', '.join(ready)))
-            if plan.action == CREATE and plan.req.get('driver'):
-                self.warnings.append('NetworkFence %s uses driver/secret/parameters, deprecated upstream; prefer '
-                                     'network_fence_class' % plan.name)
+        self.warnings.extend(plan_warnings(plans, index))
         self._check_addons_nodes([p for p in plans if p.writes])
         return plans
 
@@ -357,7 +333,7 @@ class NetworkFences(object):
                     return True
                 raise K8sRefused('NetworkFence %s appeared meanwhile with another spec (%s); not overwritten'
                                  % (name, spec), obj=dict(kind=KIND, name=name))
-            write_with_reread(create, reread_create, self.api.retries, self.sleep)
+            write_with_reread(create, reread_create, self.api.retries, self.clock.sleep)
             return
 
         state = dict(current=plan.existing, reset=False)
@@ -397,7 +373,7 @@ class NetworkFences(object):
             plan.patch = replan.patch
             return None
         try:
-            write_with_reread(update, reread_update, self.api.retries, self.sleep)
+            write_with_reread(update, reread_update, self.api.retries, self.clock.sleep)
         except K8sError as exc:
             if state['reset'] and not plan.changed:
                 exc.msg += ('; the spec was not changed, but status.result/message had already been cleared (the '
@@ -429,7 +405,7 @@ class NetworkFences(object):
                 plan.changed = True
                 return True
             return None
-        write_with_reread(delete, reread, self.api.retries, self.sleep)
+        write_with_reread(delete, reread, self.api.retries, self.clock.sleep)
 
     def _poll_round(self, settle, failures):
         """A poll_round (wait_until_settled) that reads the pending fences once and keeps the plans for
@@ -459,8 +435,8 @@ class NetworkFences(object):
                     plan.name, 'unfence before delete' if plan.action == UNFENCE_DELETE else plan.fence_state,
                     (fence.get('status') or {}).get('message') or 'no message', _not_deleted(plan)), failures)
             return False
-        pending = wait_until_settled(plans, self._poll_round(still_waiting, failures), wait_timeout, wait_sleep,
-                                     self.sleep, self.clock)
+        pending = wait_until_settled(plans, self._poll_round(still_waiting, failures), wait_timeout=wait_timeout,
+                                     wait_sleep=wait_sleep, clock=self.clock)
         if not pending:
             return
         served, nodes = self.addons_nodes_safe()
@@ -486,7 +462,7 @@ class NetworkFences(object):
             plan.obj = fence
             return True
         for plan in wait_until_settled([p for p in plans if not p.gone], self._poll_round(still_there, failures),
-                                       wait_timeout, wait_sleep, self.sleep, self.clock):
+                                       wait_timeout=wait_timeout, wait_sleep=wait_sleep, clock=self.clock):
             fins = (plan.obj.get('metadata') or {}).get('finalizers') or []
             _fail_with(plan, 'NetworkFence %s still exists after wait_timeout=%ss (finalizers: %s; the CSI-Addons '
                              'controller removes its own)' % (plan.name, wait_timeout, ', '.join(fins) or 'none'),

@@ -101,19 +101,19 @@ def write_with_reread(write, reread, retries, sleep):
 
 # --------------------------------------------------------------------------- waiting
 
-def wait_until_settled(pending, poll_round, wait_timeout, wait_sleep, sleep, clock):
+def wait_until_settled(pending, poll_round, *, wait_timeout, wait_sleep, clock):
     """The items still pending once `wait_timeout` seconds have passed ([] when all settled before).
 
     poll_round(pending) reads the pending items once (one LIST, or a GET each), settles those it can
     (recording their outcome or failure itself) and returns the others; rounds are `wait_sleep` seconds
-    apart, and the last one comes at the deadline, not after it."""
-    deadline = clock() + wait_timeout
+    apart, and the last one comes at the deadline, not after it. `clock`: the backend's (_clock.Clock)."""
+    deadline = clock.time() + wait_timeout
     pending = list(pending)
     while pending:
         pending = list(poll_round(pending))
-        if not pending or clock() >= deadline:
+        if not pending or clock.time() >= deadline:
             break
-        sleep(max(0.0, min(wait_sleep, deadline - clock())))
+        clock.sleep(max(0.0, min(wait_sleep, deadline - clock.time())))
     return pending
 
 

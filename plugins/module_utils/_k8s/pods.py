@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.volfence.csi.plugins.module_utils._clock import SYSTEM_CLOCK
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import DEFAULT_PAGE, check_namespace
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sApiError, K8sError, resource_path
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
@@ -31,9 +32,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
     wait_until_settled,
     write_with_reread,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import check_object_name
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import check_object_name
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import pod_claims
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import pod_claims
 
 POD_KIND = 'Pod'
 
@@ -178,7 +179,7 @@ def failure_message(failed, total, deleted, absent):
 class PodDeleter(object):
     """Force-deletes pods, at most `workers` at a time."""
 
-    def __init__(self, api, workers=16, sleep=time.sleep):
+    def __init__(self, api, *, workers=16, sleep=time.sleep):
         self.api = api
         self.workers = workers
         self.sleep = sleep
@@ -279,10 +280,9 @@ class ReplacementPods(object):
 
     FIELD_SELECTOR = 'status.phase=Running'
 
-    def __init__(self, api, page=DEFAULT_PAGE, sleep=time.sleep, clock=time.time):
+    def __init__(self, api, *, page=DEFAULT_PAGE, clock=SYSTEM_CLOCK):
         self.api = api
         self.page = page
-        self.sleep = sleep
         self.clock = clock
         self.polls = 0
         self.listed = 0
@@ -314,5 +314,6 @@ class ReplacementPods(object):
             found, still = self.poll(waiting, exclude_nodes)
             running.extend(found)
             return [c for c in waiting if '%s/%s' % c in still]
-        waiting = wait_until_settled(claims, poll_round, wait_timeout, wait_sleep, self.sleep, self.clock)
+        waiting = wait_until_settled(claims, poll_round, wait_timeout=wait_timeout, wait_sleep=wait_sleep,
+                                     clock=self.clock)
         return sorted(running, key=lambda r: r['claim']), ['%s/%s' % c for c in waiting], bool(waiting)

@@ -17,8 +17,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
-import time
 
+from ansible_collections.volfence.csi.plugins.module_utils._clock import SYSTEM_CLOCK
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import (
     K8sApiError,
     K8sError,
@@ -31,7 +31,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
     wait_until_settled,
     write_with_reread,
 )
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import parse_kube_version, utcnow
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import parse_kube_version
 from ansible_collections.volfence.csi.plugins.module_utils._parallel import run_parallel
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import (
     DELETE,
@@ -67,13 +67,11 @@ def node_path(name=None):
 class VolumeAttachments(object):
     """Reads and assesses VolumeAttachments; deletes stale ones."""
 
-    def __init__(self, api, not_ready_grace=300, now=utcnow, sleep=time.sleep, clock=time.time, workers=1):
+    def __init__(self, api, *, not_ready_grace=300, clock=SYSTEM_CLOCK, workers=1):
         self.api = api
         self.workers = workers
         self.not_ready_grace = not_ready_grace
-        self.now = now
-        self.sleep = sleep
-        self.clock = clock
+        self.clock = clock  # the time of the waits, and the date the attachments' ages are judged against
         self.warnings = []
         self.git_version = None
         self.version = None
@@ -177,11 +175,12 @@ class VolumeAttachments(object):
             index = claim_users(pods)
             if node_name in self._pods:  # the node's pods are loaded: the index holds until they are reloaded
                 self._claim_users[node_name] = index
-        return assess(va, self._pvs.get(pv_name) if pv_name else None, bool(pv_name), self._nodes.get(node_name),
-                      pods, self.version, self.not_ready_grace, self.now(), index)
+        return assess(va, self._pvs.get(pv_name) if pv_name else None, pv_known=bool(pv_name),
+                      node=self._nodes.get(node_name), pods=pods, cluster_version=self.version,
+                      not_ready_grace=self.not_ready_grace, now=self.clock.now(), pod_index=index)
 
     # -- deleting
-    def delete(self, reports, only_stale=True, force=False, force_grace=60, wait=True, wait_timeout=120,
+    def delete(self, reports, *, only_stale=True, force=False, force_grace=60, wait=True, wait_timeout=120,
                wait_sleep=1.0, check_mode=False):
         """Delete the stale attachments among `reports` (or all with only_stale=False).
 
@@ -207,8 +206,9 @@ class VolumeAttachments(object):
                 failures.append((result['name'], exc))
                 result['error'] = exc.msg
         if wait and not check_mode:
-            self._wait_gone([r for r in results if r['action'] != SKIP and 'error' not in r], only_stale, force,
-                            force_grace, wait_timeout, wait_sleep, failures)
+            self._wait_gone([r for r in results if r['action'] != SKIP and 'error' not in r], failures,
+                            only_stale=only_stale, force=force, force_grace=force_grace, wait_timeout=wait_timeout,
+                            wait_sleep=wait_sleep)
         return results, failures
 
     def _act(self, result, only_stale, force, force_grace):
@@ -249,7 +249,7 @@ class VolumeAttachments(object):
                 return True
             result.update(action=new_action, why=why)
             return True if new_action in (SKIP, WAIT) else None
-        write_with_reread(write, reread, self.api.retries, self.sleep)
+        write_with_reread(write, reread, self.api.retries, self.clock.sleep)
 
     def _deleted(self, name):
         if name not in self.deleted:   # one thread per name: no other thread adds this name
@@ -277,7 +277,7 @@ class VolumeAttachments(object):
         answer = self.api.merge_patch(va_path(result['name']), patch, what=(VA_KIND, result['name']))
         result['finalizers'] = list((answer.get('metadata') or {}).get('finalizers') or [])
 
-    def _wait_gone(self, results, only_stale, force, force_grace, wait_timeout, wait_sleep, failures):
+    def _wait_gone(self, results, failures, *, only_stale, force, force_grace, wait_timeout, wait_sleep):
         def poll_round(pending):
             try:
                 current = read_named(self.api, va_path, VA_KIND, [r['name'] for r in pending])
@@ -308,8 +308,8 @@ class VolumeAttachments(object):
                         continue
                 still.append(result)
             return still
-        for result in wait_until_settled([r for r in results if not r['gone']], poll_round, wait_timeout, wait_sleep,
-                                         self.sleep, self.clock):
+        for result in wait_until_settled([r for r in results if not r['gone']], poll_round, wait_timeout=wait_timeout,
+                                         wait_sleep=wait_sleep, clock=self.clock):
             msg = ('VolumeAttachment %s still exists after wait_timeout=%ss: %s' % (
                 result['name'], wait_timeout, describe_blocker(result, force, force_grace)))
             result['error'] = msg

@@ -31,7 +31,7 @@ BROKEN = 'BROKEN'      # (kind, 'BROKEN', reason): the view of kind may be old u
 class ListWatch(object):
     """One kind's list and watch. deliver(kind, type, payload) is called from run()'s thread."""
 
-    def __init__(self, api, kind, path, field_selector=None, watch_timeout=300, backoff=0.5, backoff_max=30.0,
+    def __init__(self, api, kind, path, *, field_selector=None, watch_timeout=300, backoff=0.5, backoff_max=30.0,
                  page=500):
         self.api = api
         self.kind = kind

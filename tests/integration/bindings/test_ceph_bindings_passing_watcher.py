@@ -21,6 +21,7 @@ rados = pytest.importorskip("rados")
 rbd = pytest.importorskip("rbd")
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import connect, parse_image_spec  # noqa: E402
+from ansible_collections.volfence.csi.plugins.module_utils._clock import Clock  # noqa: E402
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_failed_nodes  # noqa: E402
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap  # noqa: E402
 from labtools import blocklist_entries  # noqa: E402
@@ -85,8 +86,9 @@ def test_a_controller_that_opens_the_image_for_a_moment_is_read_again_not_kept(c
         nodes, leases = cluster_objects(lab, "node-b")
         try:
             node_map = NodeMap(dict((n, [ip]) for n, ip in lab.nodes.items()))
-            out = fence_failed_nodes(client, [parse_image_spec(spec)], node_map, ["node-b"], nodes, leases, expire=300, wait_timeout=60,
-                                     sleep=controller.sleep, clock=time.time, settle_timeout=30)
+            out = fence_failed_nodes(client, [parse_image_spec(spec)], failed_nodes=["node-b"], nodes=nodes, leases=leases,
+                                     node_map=node_map, expire=300, wait_timeout=60, settle_timeout=30,
+                                     clock=Clock(sleep=controller.sleep))
         finally:
             client.close()
     finally:

@@ -7,45 +7,19 @@ from the nodes' own addresses (their network namespaces), so the module reads th
 through the monitor and waits for the OSDs to drop the fenced watch.
 """
 
-import datetime
 import json
 
 import pytest
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import failover_cluster
 from labtools import blocklist_entries as blocklist, ceph_args, run_module, run_refused
 
-BACKENDS = [("ceph-admin", "rados"), ("k8s-api", "cli")]
 MODULE = "volfence.csi.failed_nodes_fence"
-
-
-@pytest.fixture(params=BACKENDS, ids=[b for _h, b in BACKENDS])
-def backend(request):
-    return request.param
-
-
-def k8s_time(age):
-    when = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=age)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def node(name, ip, ready):
-    return dict(apiVersion="v1", kind="Node", metadata=dict(name=name), status=dict(
-        addresses=[dict(type="InternalIP", address=ip), dict(type="Hostname", address=name)],
-        conditions=[dict(type="Ready", status=ready, lastTransitionTime=k8s_time(900))],
-        nodeInfo=dict(bootID="boot-" + name)))
-
-
-def lease(name, age):
-    return dict(apiVersion="coordination.k8s.io/v1", kind="Lease",
-                metadata=dict(name=name, namespace="kube-node-lease"),
-                spec=dict(holderIdentity=name, leaseDurationSeconds=40, renewTime=k8s_time(age)))
 
 
 def cluster_objects(lab, failed="node-b", failed_lease_age=3600):
     """Every Node (the failed one NotReady, the others Ready) and every Lease."""
-    nodes = [node(n, ip, "Unknown" if n == failed else "True") for n, ip in sorted(lab.nodes.items())]
-    leases = [lease(n, failed_lease_age if n == failed else 2) for n in sorted(lab.nodes)]
-    return nodes, leases
+    return failover_cluster(lab.nodes, failed, failed_lease_age, ready_lease_age=2, transition_age=900)
 
 
 def fence_args(lab, name, images, failed=("node-b",), failed_lease_age=3600, **extra):

@@ -12,13 +12,6 @@ import pytest
 from labtools import (blocklist_entries as blocklist, ceph_args, lab_subnet as subnet, run_module, run_refused,
                       wait_until)
 
-BACKENDS = [("ceph-admin", "rados"), ("k8s-api", "cli")]
-
-
-@pytest.fixture(params=BACKENDS, ids=[b for _h, b in BACKENDS])
-def backend(request):
-    return request.param
-
 
 # ----------------------------------------------------------------------------- stale-rbd-watcher
 

@@ -22,14 +22,8 @@ import pytest
 
 from labtools import ANSIBLE_BIN, ansible_env, blocklist_entries as blocklist, ceph_args, run_module
 
-BACKENDS = [("ceph-admin", "rados"), ("k8s-api", "cli")]
 # Debian's own Ceph (bookworm: 16.2.15) on the test machine: a client older than 19.2.6/20.2.4.
 HOST_PYTHON = "/usr/bin/python3"
-
-
-@pytest.fixture(params=BACKENDS, ids=[b for _h, b in BACKENDS])
-def backend(request):
-    return request.param
 
 
 def version_of(text):

@@ -15,9 +15,8 @@ import time
 
 import pytest
 
-from labtools import blocklist_entries as blocklist, ceph_args, lab_subnet as subnet, run_module, run_refused
-
-BACKENDS = [("ceph-admin", "rados"), ("k8s-api", "cli")]
+from labtools import blocklist_entries as blocklist, ceph_args, lab_subnet as subnet, run_module, run_refused, wait_until
+from volfence_lab.lab import alive
 
 
 def failing_prefix(pattern, message="injected failure"):
@@ -25,11 +24,6 @@ def failing_prefix(pattern, message="injected failure"):
     `case` pattern: those fail with rc 5 (EIO) as a real error would."""
     script = 'case " $* " in %s) echo "%s" >&2; exit 5;; esac; exec "$@"' % (pattern, message)
     return ["sh", "-c", script, "volfence-test-prefix"]
-
-
-@pytest.fixture(params=BACKENDS, ids=[b for _h, b in BACKENDS])
-def backend(request):
-    return request.param
 
 
 # ----------------------------------------------------------------------------- I1 (item 4)
@@ -115,14 +109,6 @@ def test_I7_rbd_lock_failing_after_fencing_and_breaking_some_says_which(clean_la
 
 # ----------------------------------------------------------------------------- I8 (item 8)
 
-def _alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (IOError, OSError):
-        return False
-
-
 def test_I8_cli_timeout_kills_the_command_prefix_grandchild(clean_lab, lab_inventory, tmp_path):
     """A command_prefix (as `cephadm shell --` or `kubectl exec ... --` do) whose real work runs
     as a grandchild that never answers: before issue 11 only the direct child was killed and the
@@ -137,10 +123,8 @@ def test_I8_cli_timeout_kills_the_command_prefix_grandchild(clean_lab, lab_inven
     assert result.get("failed") is True and "no answer within 2s" in result["msg"], result
     assert elapsed < 2 + 15 + 5 + 25, elapsed  # timeout, the CLI grace, the kill grace, Ansible's start-up
     grandchild = int(open(pidfile).read())
-    deadline = time.time() + 5
-    while _alive(grandchild) and time.time() < deadline:
-        time.sleep(0.1)
-    assert not _alive(grandchild), "the grandchild %d still runs" % grandchild
+    wait_until(lambda: not alive(grandchild), 5, step=0.1)
+    assert not alive(grandchild), "the grandchild %d still runs" % grandchild
     assert blocklist(lab) == []
 
 

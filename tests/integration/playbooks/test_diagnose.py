@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from failing_hosts import UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
 from labtools import REPO, clear_foreign_attachments, remove_incident, run_playbook
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "diagnose.yml")
@@ -141,3 +142,20 @@ def test_diagnose_reports_every_volume_of_a_dead_node_with_volumes_of_other_driv
     finally:
         for name in state["deployments"]:
             kube.delete("deployments", name, "default")
+
+
+def test_an_unreachable_ceph_host_is_named_in_the_report_and_the_kubernetes_side_still_classified(
+        incidents, lab, lab_inventory, tmp_path):
+    """The Ceph admin host cannot be reached: the run ends with its report, which names the host, the step and
+    why, still classifies the stuck pods from the Kubernetes side (without watchers and locks), and fails."""
+    before = blocklist_and_objects(lab)
+    inventory = inventory_with_failing_hosts(lab_inventory, tmp_path, unreachable=["ceph-admin"])
+    run = run_playbook(inventory, PLAYBOOK, {"stuck_threshold_seconds": 1, "report_path": str(tmp_path / "r.json")})
+    data = stopped_with_report(run, tmp_path / "r.json", "ceph-admin", UNREACHABLE, "Diagnose | read the Ceph side")
+    assert data["blocklist"] == [] and data["cluster_version"].startswith("v1.")
+    by_pod = dict((p["pod"], p) for p in data["pods"])
+    # its event names the lock: classified from the Kubernetes side alone
+    assert by_pod[incidents["stale-rbd-lock"]["stuck_pod"]]["incident"] == "stale-rbd-lock"
+    table = [r for r in run.results("k8s-api") if r["_task"] == "Diagnose | print the report"][0]["msg"]
+    assert any(line.startswith("Diagnose | read the Ceph side failed on ceph-admin") for line in table)
+    assert blocklist_and_objects(lab) == before

@@ -6,14 +6,11 @@ import os
 import pytest
 import yaml
 
-from labtools import REPO, assert_fuse_pod_replaced, run_playbook
+from failing_hosts import UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
+from labtools import assert_fuse_pod_replaced, incident_fixture, playbook_path, run_playbook
 
-PLAYBOOK = os.path.join(REPO, "playbooks", "fuse_mount_recovery.yml")
-
-
-@pytest.fixture
-def dead_fuse_mount(kube, incident):
-    return incident("dead-fuse-mount"), kube
+PLAYBOOK = playbook_path("fuse_mount_recovery")
+dead_fuse_mount = incident_fixture("dead-fuse-mount")
 
 
 def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(dead_fuse_mount, lab_inventory, tmp_path):
@@ -48,23 +45,13 @@ def test_nodes_that_fail_or_cannot_be_reached_are_named_in_the_report(dead_fuse_
     run still ends with its report, which names them, plans the third node's recovery, and fails."""
     state, kube = dead_fuse_mount
     with open(lab_inventory) as handle:
-        inventory = yaml.safe_load(handle)
-    nodes = inventory["all"]["children"]["k8s_nodes"]["hosts"]
-    others = sorted(name for name in nodes if name != state["node"])[:2]
-    unreachable, broken = others
-    # reached over ssh, whose client answers as for a closed port (exit 255): an unreachable host
-    refusing_ssh = tmp_path / "ssh"
-    refusing_ssh.write_text("#!/bin/sh\necho 'ssh: connect to host 127.0.0.1 port 1: Connection refused' >&2\nexit 255\n")
-    refusing_ssh.chmod(0o755)
-    nodes[unreachable].update(ansible_connection="ssh", ansible_host="127.0.0.1", ansible_port=1,
-                              ansible_ssh_executable=str(refusing_ssh))
-    nodes[broken]["ansible_python_interpreter"] = str(tmp_path / "no-such-python")
-    path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump(inventory))
+        nodes = yaml.safe_load(handle)["all"]["children"]["k8s_nodes"]["hosts"]
+    unreachable, broken = sorted(name for name in nodes if name != state["node"])[:2]
+    path = inventory_with_failing_hosts(lab_inventory, tmp_path, unreachable=[unreachable], broken=[broken])
     extra = {"target_nodes": [state["node"], unreachable, broken], "fuse_drivers": [state["driver"]],
              "report_path": str(tmp_path / "report.json"), "wait_timeout": 60}
 
-    run = run_playbook(str(path), PLAYBOOK, extra, check=True)
+    run = run_playbook(path, PLAYBOOK, extra, check=True)
     assert run.rc == 2, run.stdout[-3000:]
     for internal in ("Error rendering template", "object has no attribute", "Traceback"):
         assert internal not in run.stdout + run.stderr, run.stdout[-3000:]
@@ -76,3 +63,20 @@ def test_nodes_that_fail_or_cannot_be_reached_are_named_in_the_report(dead_fuse_
     assert state["mount"] in [m["path"] for m in report["nodes"][state["node"]]["unmounted"]]
     assert state["pod"] in report["restarted"]
     assert kube.find("pods", state["pod"], "default") is not None  # check mode
+
+
+def test_an_unreachable_kubernetes_host_is_named_in_the_report_and_no_pod_is_restarted(dead_fuse_mount, lab_inventory,
+                                                                                       tmp_path):
+    """The node's dead mount is unmounted, but the Kubernetes API host cannot be reached at the restart step:
+    the run ends with its report, which names the host, the step and why, restarts no pod, and fails."""
+    state, kube = dead_fuse_mount
+    inventory = inventory_with_failing_hosts(lab_inventory, tmp_path, unreachable=["k8s-api"])
+    extra = {"target_nodes": [state["node"]], "fuse_drivers": [state["driver"]],
+             "report_path": str(tmp_path / "report.json"), "wait_timeout": 60}
+
+    run = run_playbook(inventory, PLAYBOOK, extra)
+    report = stopped_with_report(run, tmp_path / "report.json", "k8s-api", UNREACHABLE,
+                                 "FUSE recovery | restart the affected pods")
+    assert report["failed_nodes"] == {} and report["restarted"] == []
+    assert state["mount"] in [m["path"] for m in report["nodes"][state["node"]]["unmounted"]]
+    assert kube.find("pods", state["pod"], "default") is not None  # not restarted

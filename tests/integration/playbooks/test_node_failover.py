@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
 from labtools import REPO, run_playbook, running_elsewhere
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
@@ -254,3 +255,39 @@ def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(stale_rb
     for name in (state["pv"], other["pv"], nfs["pv"], orphan["pv"]):
         assert name in text
     assert "kept attached: not an RBD volume (CSI driver %s)" % state["other_driver"] in text
+
+
+def _node_b_state(lab, kube, state):
+    """What a failover changes: the blocklist, node-b's pods and attachments, its taints and the watchers."""
+    node = kube.get("nodes", "node-b")
+    return dict(blocklist=blocklist(lab),
+                pods=sorted((p["metadata"]["name"], bool(p["metadata"].get("deletionTimestamp")))
+                            for p in kube.list("pods", "default", field_selector="spec.nodeName=node-b")),
+                attachments=sorted(va["metadata"]["name"] for va in kube.list("volumeattachments")
+                                   if va["spec"].get("nodeName") == "node-b"),
+                taints=[t["key"] for t in node["spec"].get("taints") or []],
+                record="volfence.csi/failover" in (node["metadata"].get("annotations") or {}),
+                watchers=[w["address"] for w in lab.watchers(state["image"])])
+
+
+def test_a_failing_or_unreachable_host_is_named_in_the_report_and_nothing_is_done_after_it(
+        stale_rbd_watcher, lab_inventory, tmp_path):
+    """The Kubernetes API host without a usable Python fails the first step; the Ceph admin host, unreachable, fails
+    the fence step (after the preflight marked node-b's start). Each run ends with its report naming the host,
+    the step and why, fences, deletes, detaches and taints nothing, and fails."""
+    lab, state, kube = stale_rbd_watcher
+    assert_left_by_kubernetes(kube, state)
+    extra = {"failed_node": "node-b", "lease_grace_seconds": 3, "wait_timeout": 60,
+             "report_path": str(tmp_path / "r.json")}
+    before = _node_b_state(lab, kube, state)
+    assert before["watchers"] and before["attachments"] and before["pods"]
+    for host, kind, step in (("k8s-api", FAILED, "Failover | 1. preflight"),
+                             ("ceph-admin", UNREACHABLE, "Failover | 2. fence")):
+        run = run_playbook(inventory_with_failing_hosts(lab_inventory, tmp_path, **{
+            "broken" if kind == FAILED else "unreachable": [host]}), PLAYBOOK, extra)
+        report = stopped_with_report(run, tmp_path / "r.json", host, kind, step)
+        assert report["fence_plan"] == {} and report["blocklist_actions"] == [] and report["pods_force_deleted"] == []
+        assert report["volumeattachments_removed"] == [] and report["out_of_service_taint_added"] == []
+        assert report["markers"] == {} and report["marker_recorded"] is False
+        assert _node_b_state(lab, kube, state) == before  # nothing fenced, deleted, detached, tainted or recorded
+        assert_left_by_kubernetes(kube, state)

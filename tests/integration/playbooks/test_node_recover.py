@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
 from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, wait_until
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
@@ -232,3 +233,29 @@ def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(cle
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["taint_removed"] is True and report["others_taint_kept"] == []
     assert theirs["key"] not in taint_keys() and snr["key"] in taint_keys()  # medik8s lifts its own
+
+
+def test_a_failing_or_unreachable_host_is_named_in_the_report_and_nothing_is_lifted(failed_over, lab_inventory,
+                                                                                   tmp_path):
+    """node-b is back (rebooted), but the Ceph admin host cannot be reached, then the Kubernetes API host has no
+    usable Python: each run ends with its report naming the host, the step and why, lifts nothing (the blocklist
+    entry, the out-of-service taint and the record stay), and fails."""
+    lab, state, kube, failover_report = failed_over
+    fenced = state["watchers"][0]
+    _revive(lab, kube, "node-b")
+    extra = {"node": "node-b", "failover_report": str(failover_report), "report_path": str(tmp_path / "r.json")}
+
+    def held():
+        node = kube.get("nodes", "node-b")
+        return (fenced in blocklist_entries(lab),
+                "node.kubernetes.io/out-of-service" in [t["key"] for t in node["spec"].get("taints") or []],
+                "volfence.csi/failover" in (node["metadata"].get("annotations") or {}))
+
+    assert held() == (True, True, True)
+    for host, kind, step in (("ceph-admin", UNREACHABLE, "Recover | 1. read"), ("k8s-api", FAILED, "Recover | 1. read")):
+        run = run_playbook(inventory_with_failing_hosts(lab_inventory, tmp_path, **{
+            "broken" if kind == FAILED else "unreachable": [host]}), RECOVER, extra)
+        report = stopped_with_report(run, tmp_path / "r.json", host, kind, step)
+        assert report["blocklist_removed"] == [] and report["recovered"] == [] and report["unfenced"] == []
+        assert report["taint_removed"] is False and report["record_removed"] is False
+        assert held() == (True, True, True)  # nothing lifted

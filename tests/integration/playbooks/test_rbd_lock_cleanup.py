@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from failing_hosts import UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
 from labtools import REPO, run_playbook, wait_until
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "rbd_lock_cleanup.yml")
@@ -107,3 +108,28 @@ def test_missing_pod_is_a_clear_error(lab, lab_inventory, tmp_path):
     assert "no pod no-such-pod in namespace default" in run.stdout
     run = run_playbook(lab_inventory, PLAYBOOK, {"report_path": str(tmp_path / "r.json")})
     assert run.rc != 0 and "pod_name: required (the stuck pod)" in run.stdout and "pod_namespace: required" in run.stdout
+
+
+def test_an_unreachable_ceph_host_is_named_in_the_report_and_nothing_is_done_after_it(stale_rbd_lock, lab_inventory,
+                                                                                      tmp_path):
+    """The lock is provably stale (its holder node-b is dead), but the Ceph admin host cannot be reached at
+    the fence step: the run ends with its report naming the host, the step and why, breaks no lock,
+    restarts no pod, and fails."""
+    lab, state, kube = stale_rbd_lock
+    lab.lab("kill-node", "node-b")
+    assert wait_until(lambda: node_down(kube, "node-b"), timeout=30)
+    before_locks = locks(lab, state["image"])
+    before_blocklist = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
+    inventory = inventory_with_failing_hosts(lab_inventory, tmp_path, unreachable=["ceph-admin"])
+    extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
+             "wait_timeout": 60, "lease_grace_seconds": 3}
+
+    run = run_playbook(inventory, PLAYBOOK, extra)
+    report = stopped_with_report(run, tmp_path / "r.json", "ceph-admin", UNREACHABLE,
+                                 "Lock cleanup | fence and break the stale locks")
+    assert report["pod"]["node"] == state["stuck_node"] and report["images"] == [state["image"]]
+    assert report["stale_locks"] == [] and report["blocklisted"] == [] and report["pod_restarted"] is False
+    # nothing was done after the failure: the lock, the blocklist and the stuck pod are as they were
+    assert locks(lab, state["image"]) == before_locks
+    assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before_blocklist
+    assert kube.find("pods", state["stuck_pod"], "default") is not None

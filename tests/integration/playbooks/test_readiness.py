@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from failing_hosts import UNREACHABLE, inventory_with_failing_hosts
 from labtools import REPO, blocklist_entries, run_module, run_playbook
 from volfence_lab.scenarios import base_objects
 
@@ -95,3 +96,23 @@ def test_check_mode_does_not_probe(fencing_ready, lab_inventory, tmp_path):
     assert run.rc == 0, run.stdout[-3000:]
     checks = dict((c["check"], c) for c in json.loads(path.read_text())["checks"])
     assert checks["ceph-fence-permission"]["verdict"] == "warn" and "not probed" in checks["ceph-fence-permission"]["detail"]
+
+
+def test_an_unreachable_ceph_host_is_a_failed_check_named_in_the_report_and_fails_the_run(fencing_ready, lab_inventory,
+                                                                                          tmp_path):
+    """The Ceph admin host cannot be reached: the report names it (a failed-step check with the step and why, no
+    Ceph check made), no probe entry is added, and the run fails even with fail_on=never."""
+    lab = fencing_ready
+    before = blocklist_entries(lab)
+    inventory = inventory_with_failing_hosts(lab_inventory, tmp_path, unreachable=["ceph-admin"])
+    run, report, checks = readiness(inventory, tmp_path, fail_on="never")
+    assert run.rc == 2, run.stdout[-3000:]
+    for internal in ("Error rendering template", "object has no attribute", "Traceback"):
+        assert internal not in run.stdout + run.stderr, run.stdout[-3000:]
+    failed = report["failed_step"]
+    assert failed["host"] == "ceph-admin" and failed["step"] == "Readiness | the Ceph side"
+    assert failed["reason"].startswith(UNREACHABLE), failed
+    assert checks["failed-step"]["verdict"] == "fail" and "ceph-admin" in checks["failed-step"]["detail"]
+    assert report["verdict"] == "fail" and "ceph-connection" not in checks and "ceph" not in checks
+    assert checks["kubernetes-version"]["verdict"] == "pass"  # the Kubernetes side was checked
+    assert blocklist_entries(lab) == before and PROBE not in blocklist_entries(lab)

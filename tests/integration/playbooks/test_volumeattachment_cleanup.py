@@ -1,18 +1,12 @@
 """playbooks/volumeattachment_cleanup.yml on the lab's stale-volumeattachment scenario."""
 
 import json
-import os
 
-import pytest
+from failing_hosts import FAILED, inventory_with_failing_hosts, stopped_with_report
+from labtools import incident_fixture, playbook_path, run_playbook
 
-from labtools import REPO, run_playbook
-
-PLAYBOOK = os.path.join(REPO, "playbooks", "volumeattachment_cleanup.yml")
-
-
-@pytest.fixture
-def stale_volumeattachment(kube, incident):
-    return incident("stale-volumeattachment"), kube
+PLAYBOOK = playbook_path("volumeattachment_cleanup")
+stale_volumeattachment = incident_fixture("stale-volumeattachment")
 
 
 def test_check_mode_then_cleanup(stale_volumeattachment, lab_inventory, tmp_path):
@@ -58,3 +52,23 @@ def test_an_attachment_in_use_is_kept(incident, lab_inventory, tmp_path):
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["stale"] == [] and report["pod_restarted"] is False
+
+
+def test_a_failing_kubernetes_host_is_named_in_the_report_and_nothing_is_deleted(stale_volumeattachment, lab_inventory,
+                                                                                 tmp_path):
+    """The Kubernetes API host has no usable Python: the first step fails there, the run still ends with its
+    report naming the host, the step and why, deletes no attachment and no pod, and fails."""
+    state, kube = stale_volumeattachment
+    inventory = inventory_with_failing_hosts(lab_inventory, tmp_path, broken=["k8s-api"])
+    extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
+             "not_ready_grace": 5, "wait_timeout": 60, "force_detach": True, "force_detach_grace": 0}
+
+    run = run_playbook(inventory, PLAYBOOK, extra)
+    report = stopped_with_report(
+        run, tmp_path / "r.json", "k8s-api", FAILED,
+        "VolumeAttachment cleanup | find the stuck pod's volumes and which of their attachments are stale")
+    assert report["stale"] == [] and report["deleted"] == [] and report["pod_restarted"] is False
+    assert report["pod"]["requested"] == state["stuck_pod"]
+    # nothing was done after the failure: the stale attachment and the stuck pod are still there
+    assert kube.find("volumeattachments", state["volumeattachment"]) is not None
+    assert kube.find("pods", state["stuck_pod"], "default") is not None

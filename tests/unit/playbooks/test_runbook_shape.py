@@ -18,6 +18,9 @@ FILTER_DIR = os.path.join(REPO, 'plugins', 'filter')
 
 def _yaml_files():
     out = [os.path.join('playbooks', n) for n in sorted(os.listdir(os.path.join(REPO, 'playbooks'))) if n.endswith('.yml')]
+    # the task files the playbooks include (a fence method, a shared step)
+    out.extend(os.path.join('playbooks', 'tasks', n) for n in sorted(os.listdir(os.path.join(REPO, 'playbooks', 'tasks')))
+               if n.endswith('.yml'))
     roles = os.path.join(REPO, 'roles')
     for role in sorted(os.listdir(roles)):
         for folder in ('tasks', 'defaults', 'vars'):

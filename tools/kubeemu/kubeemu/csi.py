@@ -16,6 +16,7 @@ def csiaddons_crds():
         return json.load(handle)
 
 
+# deliberately repeated: the collection computes the same name; the emulator's side stays its own (docs/lab.md)
 def attachment_name(volume_handle, driver, node):
     """The name the external-attacher gives a VolumeAttachment (Kubernetes' getAttachmentName)."""
     return "csi-" + hashlib.sha256((volume_handle + driver + node).encode()).hexdigest()

@@ -6,6 +6,10 @@ the Go struct tags of k8s.io/api (patchStrategy/patchMergeKey).  Lists that
 have no merge strategy in Kubernetes (e.g. ``spec.taints`` on Nodes,
 ``spec.tolerations``, ``status.containerStatuses``, RBAC ``rules``) are
 replaced wholesale, exactly like a real API server does.
+
+Written from the RFCs and the API server, never shared with the collection, which applies merge
+patches too: a test must not pass because both sides share a bug (docs/lab.md, "Independent of the
+code under test").
 """
 
 import copy
@@ -23,6 +27,7 @@ def deepcopy(obj):
 # RFC 7386
 # --------------------------------------------------------------------------
 
+# deliberately repeated: the collection's merge_patch_applied does the same; the server side stays its own
 def merge_patch(target, patch):
     if not isinstance(patch, dict):
         return deepcopy(patch)

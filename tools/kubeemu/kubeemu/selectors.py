@@ -10,6 +10,8 @@ class SelectorError(ValueError):
     pass
 
 
+# deliberately repeated: label and field selectors split apart in Kubernetes too (parentheses group a
+# label set's values; a backslash escapes a field value), as apimachinery's two parsers do
 def _split_top(s):
     parts, depth, cur = [], 0, []
     for ch in s:

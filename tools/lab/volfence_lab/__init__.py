@@ -4,5 +4,6 @@
 
 lab.py (the command and its configuration), kubesim.py (kubelets, control plane and CSI-Addons stand-in
 acting on the lab's Ceph), scenarios.py (incidents), holder.py (a Ceph client on a node),
-ceph_releases.py (the Ceph releases it runs). See docs/lab.md.
+ceph_releases.py (the Ceph releases it runs), ansible_runs.py (Ansible run as users run it, for the tests
+and benchmarks). See docs/lab.md.
 """

@@ -17,6 +17,10 @@ Run by the lab (`python -m volfence_lab.kubesim agent|controlplane`, PYTHONPATH 
 
 The controllers' timings are the lab's clocks (volfence_lab.clocks: real, fast or never), re-read
 while the lab runs; the controllers themselves follow Kubernetes' (the sources are named in docs/lab.md).
+
+Rules the collection also knows (a Node's readiness, taints, timestamps, a pod's volumes) are written
+here again from Kubernetes' sources, never imported: a test must not pass because the lab shares the
+collection's bug (docs/lab.md, "Independent of the code under test").
 """
 
 import argparse
@@ -77,6 +81,7 @@ def micro_stamp(moment=None):
     return (moment or now()).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+# deliberately repeated: the collection parses Kubernetes times too; the lab's kubelet keeps its own
 def parse_time(value):
     if not value:
         return None
@@ -89,6 +94,7 @@ def age(value):
     return None if moment is None else (now() - moment).total_seconds()
 
 
+# deliberately repeated: the collection's node_ready; here the node lifecycle controller's own reading
 def node_ready(node):
     for cond in node.get("status", {}).get("conditions", []):
         if cond.get("type") == "Ready":
@@ -127,6 +133,7 @@ def csi_fencing(kube):
                for arg in container.get("args", []))
 
 
+# deliberately repeated: the collection's has_taint; here the taint manager's own reading
 def has_taint(node, key):
     return any(t.get("key") == key for t in node.get("spec", {}).get("taints", []) or [])
 
@@ -161,6 +168,7 @@ def claims_bound(kube, pod):
     return True
 
 
+# deliberately repeated: the collection reads a pod's volumes too; here the kubelet's own reading
 def pod_volumes(kube, pod):
     """(pvc, pv) pairs of a pod's PVC-backed CSI volumes that are bound."""
     out = []

@@ -591,15 +591,22 @@ def stop(cfg, name):
         pid = int(open(path).read())
     except (IOError, OSError, ValueError):
         return False
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except OSError:
-        pass
-    deadline = time.time() + 5
-    while time.time() < deadline and alive(pid):
-        time.sleep(0.05)
+    send_signal([pid], signal.SIGTERM, group=True)
+    wait_until(lambda: not alive(pid), 5, step=0.05)
     os.unlink(path)
     return True
+
+
+def send_signal(pids, signum, group=False):
+    """Send `signum` to each process (with group, to its process group); one already gone is passed over."""
+    for pid in pids:
+        try:
+            if group:
+                os.killpg(pid, signum)
+            else:
+                os.kill(pid, signum)
+        except OSError:
+            pass
 
 
 def alive(pid):
@@ -661,7 +668,8 @@ def kube_up(cfg, kube_version=None):
                                 "--kubeconfig", kubeconfig_path(cfg)])
     for node in cfg.nodes:
         start_agent(cfg, node)
-    wait_for(lambda: len([n for n in kube.list("nodes") if _ready(n)]) == len(cfg.nodes), 20,
+    from volfence_lab.kubesim import node_ready  # here: kubesim imports this module
+    wait_for(lambda: len([n for n in kube.list("nodes") if node_ready(n)]) == len(cfg.nodes), 20,
              "every node to be Ready")
 
 
@@ -686,11 +694,6 @@ def _answers(kube):
         return True
     except Exception:
         return False
-
-
-def _ready(node):
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in node.get("status", {}).get("conditions", []))
 
 
 def load_crds():
@@ -736,19 +739,9 @@ def status(cfg):
 def down(cfg, quiet=False):
     release(cfg)
     pids = lab_processes(cfg)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
-    deadline = time.time() + 10
-    while time.time() < deadline and lab_processes(cfg):
-        time.sleep(0.2)
-    for pid in lab_processes(cfg):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    send_signal(pids, signal.SIGTERM)
+    wait_until(lambda: not lab_processes(cfg), 10)
+    send_signal(lab_processes(cfg), signal.SIGKILL)
     unmount_lab_mounts(cfg)
     network_down(cfg)
     if os.path.isdir(cfg.dir):

@@ -157,9 +157,10 @@ async def main(queue, args):
     """Put {"incident": {...}} on `queue` for each new incident, until cancelled."""
     incidents, common, watch = _collection_imports()
     settings, auth = settings_of(args)
-    tracker = incidents.IncidentTracker(settings['stuck_after'], settings['node_lost_after'],
-                                        settings['max_failovers'], settings['failover_window'],
-                                        settings['exclude_labels'])
+    tracker = incidents.IncidentTracker(stuck_after=settings['stuck_after'], node_lost_after=settings['node_lost_after'],
+                                        max_failovers=settings['max_failovers'],
+                                        failover_window=settings['failover_window'],
+                                        exclude_labels=settings['exclude_labels'])
     auth['request_timeout'] = int(settings['request_timeout'])
     loop = asyncio.get_running_loop()
     api = await loop.run_in_executor(None, common.connect_params, auth)

@@ -40,12 +40,12 @@ def lock_results():
 
 def test_lock_break_plan_takes_the_loop_results_as_the_locks_with_their_image():
     listed = [dict(LOCK_B, image='mioss/index-api-image'), dict(LOCK_A, image='mioss/index-api-image')]
-    from_results = SAFETY['lock_break_plan'](lock_results(), 'node-a', NODES)
-    assert from_results == SAFETY['lock_break_plan'](listed, 'node-a', NODES)
+    from_results = SAFETY['lock_break_plan'](lock_results(), pod_node='node-a', nodes=NODES)
+    assert from_results == SAFETY['lock_break_plan'](listed, pod_node='node-a', nodes=NODES)
     assert [(lock['id'], lock['image']) for lock in from_results['break']] == [
         ('kubelet_lock_magic_node-b', 'mioss/index-api-image')]
     assert [lock['id'] for lock in from_results['kept']] == ['kubelet_lock_magic_node-a']
-    assert SAFETY['lock_break_plan']([], 'node-a', NODES) == dict(kept=[], **{'break': []})
+    assert SAFETY['lock_break_plan']([], pod_node='node-a', nodes=NODES) == dict(kept=[], **{'break': []})
 
 
 def stuck_pod():

@@ -149,7 +149,7 @@ def test_the_python_plan_decides_exactly_what_the_template_decided(cluster):
     deleted with prune_fenced (and with a node selector every node was read for it). The Python plan
     never prunes a selected node's own fence."""
     selected, fences, all_nodes, options = cluster
-    plan = PLAN(selected, fences, all_nodes, **options)
+    plan = PLAN(selected, fences=fences, all_nodes=all_nodes, **options)
     template = render_template(selected, fences, all_nodes, options)
     own = set(nf.fence_name(options['name_prefix'], n['metadata']['name']) for n in selected) \
         if options['state'] == 'present' else set()
@@ -174,7 +174,7 @@ def test_the_template_equivalence_covers_every_outcome():
     rnd = random.Random(16)
     for _i in range(300):
         selected, fences, all_nodes, options = _draw(rnd)
-        plan = PLAN(selected, fences, all_nodes, **options)
+        plan = PLAN(selected, fences=fences, all_nodes=all_nodes, **options)
         for key in ('fenced', 'kept_fenced', 'pruned', 'nodes_without_addresses', 'conflicts', 'warnings'):
             if plan[key]:
                 seen.add(key)
@@ -234,7 +234,7 @@ def _addresses(node, types):
 @given(clusters())
 def test_every_selected_node_gets_exactly_one_fence_with_its_current_addresses(cluster):
     selected, fences, all_nodes, options = cluster
-    plan = PLAN(selected, fences, all_nodes, **options)
+    plan = PLAN(selected, fences=fences, all_nodes=all_nodes, **options)
     if options['state'] == 'absent':
         assert plan['nodes'] == 0 and all(e['state'] == 'absent' for e in plan['entries'])
         return
@@ -265,7 +265,7 @@ def test_every_selected_node_gets_exactly_one_fence_with_its_current_addresses(c
 @given(clusters())
 def test_a_fence_of_the_set_is_deleted_only_when_its_node_is_gone_and_others_are_never_touched(cluster):
     selected, fences, all_nodes, options = cluster
-    plan = PLAN(selected, fences, all_nodes, **options)
+    plan = PLAN(selected, fences=fences, all_nodes=all_nodes, **options)
     by_name = dict((f['metadata']['name'], f) for f in fences)
     selected_names = set(n['metadata']['name'] for n in selected)
     for entry in plan['entries']:
@@ -296,13 +296,13 @@ def test_a_fence_of_the_set_is_deleted_only_when_its_node_is_gone_and_others_are
 @given(clusters(), st.randoms(use_true_random=False))
 def test_the_plan_does_not_depend_on_the_order_of_nodes_and_fences(cluster, rnd):
     selected, fences, all_nodes, options = cluster
-    plan = PLAN(selected, fences, all_nodes, **options)
+    plan = PLAN(selected, fences=fences, all_nodes=all_nodes, **options)
     shuffled = list(selected)
     rnd.shuffle(shuffled)
     fences_shuffled = list(fences)
     rnd.shuffle(fences_shuffled)
     all_shuffled = None if all_nodes is None else rnd.sample(all_nodes, len(all_nodes))
-    assert PLAN(shuffled, fences_shuffled, all_shuffled, **options) == plan
+    assert PLAN(shuffled, fences=fences_shuffled, all_nodes=all_shuffled, **options) == plan
 
 
 # --------------------------------------------------------------------------- examples
@@ -320,9 +320,9 @@ def fence(name, state='Unfenced', key=None, labels=None):
 
 def test_a_second_run_plans_updates_only_for_its_own_unfenced_fences():
     plan = PLAN([node('a', ('InternalIP', '10.0.0.1')), node('b', ('InternalIP', '10.0.0.2'))],
-                [fence('volfence-a', key='a'), fence('volfence-b', 'Fenced', key='b'),
-                 fence('volfence-gone', key='gone'), fence('volfence-gone2', 'Fenced', key='gone2'),
-                 fence('theirs', key='gone', labels={'team': 'x'})])
+                fences=[fence('volfence-a', key='a'), fence('volfence-b', 'Fenced', key='b'),
+                        fence('volfence-gone', key='gone'), fence('volfence-gone2', 'Fenced', key='gone2'),
+                        fence('theirs', key='gone', labels={'team': 'x'})])
     assert plan['entries'] == [
         {'name': 'volfence-a', 'cidrs': ['10.0.0.1/32'],
          'labels': dict(OURS, **{nf.NODE_LABEL: 'a'})},
@@ -333,19 +333,20 @@ def test_a_second_run_plans_updates_only_for_its_own_unfenced_fences():
 
 def test_with_a_selector_an_unselected_node_needs_every_node():
     fences = [fence('volfence-b', key='b'), fence('volfence-c', key='c')]
-    first = PLAN([node('a', ('InternalIP', '10.0.0.1'))], fences, node_selector='role=storage')
+    first = PLAN([node('a', ('InternalIP', '10.0.0.1'))], fences=fences, node_selector='role=storage')
     assert first['needs_all_nodes'] and first['pruned'] == []
-    again = PLAN([node('a', ('InternalIP', '10.0.0.1'))], fences, [node('a'), node('b')], node_selector='role=storage')
+    again = PLAN([node('a', ('InternalIP', '10.0.0.1'))], fences=fences, all_nodes=[node('a'), node('b')],
+                 node_selector='role=storage')
     assert not again['needs_all_nodes'] and again['pruned'] == ['volfence-c']
 
 
 @pytest.mark.parametrize('call, message', [
-    (lambda: PLAN('nodes', []), 'the nodes must be a list of Node objects'),
-    (lambda: PLAN([], [1]), 'fences must be a list of NetworkFence objects'),
-    (lambda: PLAN([], [], state='gone'), 'state must be present or absent'),
-    (lambda: PLAN([], [], extra_cidrs={'a': '10.0.0.0/8'}), 'extra_cidrs must map node names to lists of CIDRs'),
-    (lambda: PLAN([], [], prune='maybe'), 'prune must be true or false'),
-    (lambda: PLAN([], [], address_types='InternalIP'), 'address_types must be a list'),
+    (lambda: PLAN('nodes', fences=[]), 'the nodes must be a list of Node objects'),
+    (lambda: PLAN([], fences=[1]), 'fences must be a list of NetworkFence objects'),
+    (lambda: PLAN([], fences=[], state='gone'), 'state must be present or absent'),
+    (lambda: PLAN([], fences=[], extra_cidrs={'a': '10.0.0.0/8'}), 'extra_cidrs must map node names to lists of CIDRs'),
+    (lambda: PLAN([], fences=[], prune='maybe'), 'prune must be true or false'),
+    (lambda: PLAN([], fences=[], address_types='InternalIP'), 'address_types must be a list'),
 ])
 def test_bad_input_is_named(call, message):
     with pytest.raises(AnsibleFilterError, match=message):

@@ -7,11 +7,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import derandomized
 from ansible_collections.volfence.csi.plugins.filter.node_fences import FilterModule as NodeFencesFilters
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import (
     check_options,
@@ -19,7 +20,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fence
     role_problems,
 )
 
-PROPERTY = settings(max_examples=2000, deadline=None, derandomize=True, database=None, print_blob=False)
+PROPERTY = derandomized(2000)
 FILTERS = NodeFencesFilters().filters()
 
 DEFAULTS = dict(node_fences_state='present', node_fences_network_fence_class='', node_fences_driver='',

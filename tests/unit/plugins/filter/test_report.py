@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Hosts sorted by the outcome of a step, and the report as a job artifact (plugins/filter/report.py)."""
+"""Hosts sorted by the outcome of a step, the step that failed on its host, and the report as a job artifact
+(plugins/filter/report.py)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -10,7 +11,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.volfence.csi.plugins.filter.report import host_results, job_artifact
+from ansible_collections.volfence.csi.plugins.filter.report import failed_step, host_results, job_artifact
 
 
 def test_a_report_that_fits_is_kept_whole_with_its_summary():
@@ -71,3 +72,46 @@ def test_only_the_targeted_hosts_count():
 def test_bad_arguments_are_named(hosts, register, words):
     with pytest.raises(AnsibleFilterError, match=words):
         host_results(HOSTVARS, hosts, register)
+
+
+STEP = 'Lock cleanup | fence and break the stale locks'
+
+
+def test_a_failed_task_names_its_step_host_task_and_message():
+    task = {'name': 'Lock cleanup | list the images\' locks', 'action': 'volfence.csi.rbd_lock_info'}
+    out = failed_step({'failed': True, 'msg': 'rbd: error opening pool'}, host='ceph-admin', step=STEP, task=task,
+                      reached={'ping': 'pong', 'changed': False})
+    assert out == {'host': 'ceph-admin', 'step': STEP, 'task': "Lock cleanup | list the images' locks",
+                   'reason': 'failed: rbd: error opening pool',
+                   'line': "Lock cleanup | fence and break the stale locks failed on ceph-admin at task "
+                           "'Lock cleanup | list the images' locks' (failed: rbd: error opening pool); "
+                           "nothing was done after it"}
+
+
+def test_an_unreachable_host_is_told_by_reaching_it_not_by_the_failure_that_follows():
+    reached = {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: Connection refused', 'changed': False}
+    out = failed_step({'failed': True, 'msg': 'Failed to connect to the host via ssh: Connection refused'},
+                      host='ceph-admin', step=STEP, task='The host answers', reached=reached)
+    assert out['reason'] == 'unreachable: Failed to connect to the host via ssh: Connection refused'
+    assert out['task'] == 'The host answers'
+
+
+def test_a_failure_without_a_message_or_a_task_still_names_the_step():
+    assert failed_step({}, host='k8s-api', step=STEP) == {
+        'host': 'k8s-api', 'step': STEP, 'task': None, 'reason': 'failed: no message',
+        'line': STEP + ' failed on k8s-api (failed: no message); nothing was done after it'}
+    assert failed_step(None, host='k8s-api', step=STEP, task={'action': 'ansible.builtin.assert'})['task'] == \
+        'ansible.builtin.assert'
+
+
+def test_the_host_must_be_named():
+    with pytest.raises(AnsibleFilterError, match='host must be an inventory host name'):
+        failed_step({'failed': True}, host='', step=STEP)
+
+
+def test_a_task_delegated_to_another_host_names_that_host():
+    task = {'name': 'Failover | blocklist the clients', 'delegate_to': 'ceph-admin'}
+    out = failed_step({'failed': True, 'msg': 'timed out'}, host='k8s-api', step='Failover | fence', task=task)
+    assert out['host'] == 'ceph-admin' and out['task'] == 'Failover | blocklist the clients'
+    not_delegated = dict(task, delegate_to=None)
+    assert failed_step({'failed': True}, host='k8s-api', step='Failover | fence', task=not_delegated)['host'] == 'k8s-api'

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which pods to delete so that they mount again, and which pods replace them
-(plugins/module_utils/_decisions/safety.py: restart_plan, controller_of, running_replacements,
-stuck_pod_restart; the filters volfence.csi.pod_restart_plan, running_replacements and
+(plugins/module_utils/_decisions/pod_restarts.py: restart_plan, running_replacements, stuck_pod_restart;
+_kube_objects.controller_of; the filters volfence.csi.pod_restart_plan, running_replacements and
 stuck_pod_restart the cleanup playbooks decide and wait with).
 
 The properties generate pods from a ground truth (which controller owns each, its phase, whether it
@@ -10,18 +10,19 @@ is being deleted) and check the answers against an oracle written from that trut
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import derandomized
 from ansible_collections.volfence.csi.plugins.filter.safety import FilterModule as SafetyFilters
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
-    controller_of,
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.pod_restarts import (
     restart_plan,
     running_replacements,
     stuck_pod_restart,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import controller_of
 
-PROPERTY = settings(max_examples=2000, deadline=None, derandomize=True, database=None, print_blob=False)
+PROPERTY = derandomized(2000)
 FILTERS = SafetyFilters().filters()
 
 PHASES = ('Pending', 'Running', 'Succeeded', 'Failed', 'Unknown')
@@ -58,7 +59,7 @@ def test_a_pod_no_controller_owns_has_no_replacement():
     lone = pod('debug', 'u-1')
     assert controller_of(lone) is None
     assert running_replacements([lone, pod('other', 'u-2')], lone) == []
-    assert stuck_pod_restart(lone, True, True) == dict(restart=False, reason='no controller would recreate it')
+    assert stuck_pod_restart(lone, restart_pod=True, released=True) == dict(restart=False, reason='no controller would recreate it')
 
 
 def test_the_controller_is_the_reference_marked_controller():
@@ -121,7 +122,7 @@ def test_property_replacements_are_exactly_the_running_pods_of_the_same_controll
 @given(restart_pod=st.booleans(), released=st.booleans(), controller=st.sampled_from(CONTROLLERS + (None,)))
 def test_property_a_stuck_pod_is_deleted_only_when_released_wanted_and_recreated(restart_pod, released, controller):
     stuck = pod('stuck', 'u-stuck', [owner(controller)] if controller else [], phase='Pending')
-    decision = stuck_pod_restart(stuck, restart_pod, released)
+    decision = stuck_pod_restart(stuck, restart_pod=restart_pod, released=released)
     assert decision['restart'] is (restart_pod and released and controller is not None)
     assert decision['reason']
 
@@ -143,7 +144,7 @@ def test_restart_plan_restarts_the_affected_pods_a_controller_recreates():
 def test_property_only_affected_pods_restart_and_only_recreated_ones_are_waited_for(truths, restart_unowned):
     pods = [pod('p-%d' % i, 'u-%d' % i, [owner(c)] if c else []) for i, (c, _a) in enumerate(truths)]
     affected = ['u-%d' % i for i, (_c, a) in enumerate(truths) if a]
-    plan = restart_plan(pods, affected, restart_unowned)
+    plan = restart_plan(pods, affected, restart_unowned=restart_unowned)
     names = dict((k, [p['metadata']['name'] for p in v]) for k, v in plan.items())
     assert names['restart'] == ['p-%d' % i for i, (c, a) in enumerate(truths) if a and (c or restart_unowned)]
     assert names['unowned'] == ['p-%d' % i for i, (c, a) in enumerate(truths) if a and not c and not restart_unowned]

@@ -26,21 +26,23 @@ NODES = [dict(metadata=dict(name='node-b'), status=dict(conditions=[dict(type='R
 
 
 def test_failover_filters_report_a_volume_of_another_driver_as_kept_attached():
-    volumes = SAFETY['failover_volumes'](PODS, 'node-b', PVCS, PVS, VAS)
-    plan = SAFETY['failover_release_plan'](volumes, 'node-b', PODS, 'blocklist', [], [], {}, [], [], [], False)
+    volumes = SAFETY['node_volumes'](PODS, node='node-b', pvcs=PVCS, pvs=PVS, attachments=VAS)
+    plan = SAFETY['failover_release_plan'](
+        volumes, failed_nodes='node-b', pods=PODS, fence_method='blocklist', watchers=[], missing=[], fence={},
+        watchers_after=[], fenced_cidrs=[], networkfence_results=[], out_of_service_taint=False)
     assert plan['remove_attachments'] == [] and plan['delete_pods'] == []
     assert [(v['name'], v['action']) for v in plan['not_rbd']] == [('pv-ebs', 'kept attached'), ('pv-gone', 'kept attached')]
-    tainted = SAFETY['failover_release_plan'](volumes, 'node-b', PODS, out_of_service_taint=True)
+    tainted = SAFETY['failover_release_plan'](volumes, failed_nodes='node-b', pods=PODS, out_of_service_taint=True)
     assert tainted['remove_attachments'] == ['va-ebs']
 
 
 def test_node_volume_report_filter():
-    report = SAFETY['node_volume_report'](PODS, 'node-b', PVCS, PVS, VAS)
+    report = SAFETY['node_volume_report'](PODS, nodes='node-b', pvcs=PVCS, pvs=PVS, attachments=VAS)
     assert [v['name'] for v in report] == ['pv-ebs', 'pv-gone']
     assert 'neither fenced nor detached' in report[0]['note']
-    assert SAFETY['node_volume_report'](None, 'node-b') == []
+    assert SAFETY['node_volume_report'](None, nodes='node-b') == []
     with pytest.raises(AnsibleFilterError, match='pvs must be a list'):
-        SAFETY['node_volume_report'](PODS, 'node-b', PVCS, 'pv-ebs', VAS)
+        SAFETY['node_volume_report'](PODS, nodes='node-b', pvcs=PVCS, pvs='pv-ebs', attachments=VAS)
 
 
 def test_down_node_volumes_and_the_table():

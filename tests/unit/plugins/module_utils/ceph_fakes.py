@@ -21,15 +21,27 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
 )
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
-NODES = json.load(open(os.path.join(FIXTURES, 'holders.json')))['nodes']
+# The lab's holders (node: address, node-b/node-c: their clients) when the fixtures were captured.
+HOLDERS = json.load(open(os.path.join(FIXTURES, 'holders.json')))
+NODES = HOLDERS['nodes']
 SUBNET = NODES['node-a'].rsplit('.', 1)[0]
 MON_IP = SUBNET + '.1'
 UNTIL = '2026-11-21T06:15:44.263371+0000'
+_REQUIRED = object()
 
 
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
+def fixture(name, default=_REQUIRED):
+    """The text of a captured output; `default` for one not captured, when a default is given (an empty
+    output or an rc of 0 is not written)."""
+    path = os.path.join(FIXTURES, name)
+    if default is not _REQUIRED and not os.path.exists(path):
+        return default
+    with open(path) as handle:
         return handle.read()
+
+
+def fixture_json(name):
+    return json.loads(fixture(name))
 
 
 class FakeCluster(object):

@@ -21,13 +21,16 @@ try:
 except ImportError:  # pragma: no cover
     pass
 
+from ansible_collections.volfence.csi.plugins.module_utils import _clock
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import KubeApi, TransportError
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import merge_patch_applied
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import merge_patch_applied
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import attachment_name
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.volumeattachment_ops import VolumeAttachments
 
 UTC = datetime.timezone.utc
+# The tests' "now": where the fake clocks start, and what their objects' times are written against.
+NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=UTC)
 
 # The API groups the fake serves: group/version -> plurals (cluster-scoped unless in NAMESPACED).
 SERVED = {
@@ -311,7 +314,7 @@ def networkfence_cluster(controller=None, served=None, connected=True, monitors=
         provisioner=NETWORKFENCE_DRIVER, parameters={'clusterID': 'lab'})))
     if controller is not None:
         fake.hooks.append(controller)
-    fences = NetworkFences(api_for(fake), workers=4, sleep=lambda s: None, clock=Ticker())
+    fences = NetworkFences(api_for(fake), workers=4, clock=ticking_clock())
     return fake, fences
 
 
@@ -326,6 +329,34 @@ class Ticker(object):
         return self.t
 
 
+class SleepClock(object):
+    """Seconds from 0 that pass only when something sleeps: each pause is recorded (sleeps), then each
+    hook is called with the new time (a test changes the cluster at a given second)."""
+
+    def __init__(self):
+        self.t = 0.0
+        self.sleeps = []
+        self.hooks = []
+
+    def time(self):
+        return self.t
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.t += seconds
+        for hook in self.hooks:
+            hook(self.t)
+
+
+def ticking_clock():
+    """A backend's clock whose time advances a second per reading and whose pauses take no time."""
+    return _clock.Clock(time=Ticker(), sleep=lambda s: None)
+
+
+# The system's time, with pauses that take no time (retries in tests).
+NO_PAUSE = _clock.Clock(sleep=lambda s: None)
+
+
 # --------------------------------------------------------------------------- VolumeAttachments on the fake
 
 VOLUMEATTACHMENT_DRIVER = 'rbd.csi.ceph.com'
@@ -336,7 +367,7 @@ class Clock(object):
     """A clock that moves only when something sleeps."""
 
     def __init__(self):
-        self.t = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=UTC)
+        self.t = NOW
 
     def now(self):
         return self.t
@@ -366,12 +397,39 @@ def volumeattachment_cluster(version='v1.30.2', node_b_ready='Unknown'):
     fake.add('pods', dict(metadata=dict(name='web-1', namespace='default'), spec=dict(
         nodeName='node-a', volumes=[dict(name='d', persistentVolumeClaim=dict(claimName='c-1'))]),
         status=dict(phase='Running')))
-    vas = VolumeAttachments(api_for(fake), not_ready_grace=300, now=clock.now, sleep=clock.sleep, clock=clock.time)
+    vas = VolumeAttachments(api_for(fake), not_ready_grace=300, clock=clock)
     return fake, clock, vas
 
 
 VA0 = attachment_name('h-0', VOLUMEATTACHMENT_DRIVER, 'node-b')
 VA1 = attachment_name('h-1', VOLUMEATTACHMENT_DRIVER, 'node-a')
+
+
+# --------------------------------------------------------------------------- a failed node's cluster, as data
+
+def k8s_time(age):
+    """A Kubernetes time `age` seconds before now: the system's clock, against which the modules judge
+    Leases."""
+    when = datetime.datetime.now(UTC) - datetime.timedelta(seconds=age)
+    return when.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def failover_cluster(node_ips, failed, failed_lease_age=3600, ready_lease_age=3, transition_age=600):
+    """(Nodes, Leases), in name order, of a cluster whose node `failed` is NotReady (status Unknown), its
+    Lease `failed_lease_age` seconds old, and whose other nodes are Ready, their Leases `ready_lease_age`
+    old; node_ips: {name: InternalIP}. The Ready conditions changed `transition_age` seconds ago."""
+    nodes, leases = [], []
+    for name, ip in sorted(node_ips.items()):
+        nodes.append(dict(apiVersion='v1', kind='Node', metadata=dict(name=name), status=dict(
+            addresses=[dict(type='InternalIP', address=ip), dict(type='Hostname', address=name)],
+            conditions=[dict(type='Ready', status='Unknown' if name == failed else 'True',
+                             lastTransitionTime=k8s_time(transition_age))],
+            nodeInfo=dict(bootID='boot-' + name))))
+        leases.append(dict(apiVersion='coordination.k8s.io/v1', kind='Lease',
+                           metadata=dict(name=name, namespace='kube-node-lease'),
+                           spec=dict(holderIdentity=name, leaseDurationSeconds=40,
+                                     renewTime=k8s_time(failed_lease_age if name == failed else ready_lease_age))))
+    return nodes, leases
 
 
 # --------------------------------------------------------------------------- pods on the fake

@@ -16,6 +16,8 @@ __metaclass__ = type
 import os
 import sys
 
+from hypothesis import settings
+
 TARGET_ONLY_SHARE = 10
 TARGET_ONLY_MINIMUM = 50
 
@@ -27,6 +29,13 @@ def controller_python(version=None, environ=None):
     if not minimum:
         return True
     return tuple(version) >= tuple(int(part) for part in minimum.split('.')[:2])
+
+
+def derandomized(max_examples, **options):
+    """The settings of a derandomized property test: `max_examples` examples drawn from the test's own
+    seed, no deadline, no example database, no reproduction blob; and `options`."""
+    return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None, print_blob=False,
+                    **options)
 
 
 def examples(full, version=None, environ=None):

@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._addresses import cidr_error, parse_network
+from ansible_collections.volfence.csi.plugins.module_utils._addresses import cidr_error, parse_each, parse_network
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist import Request, parse_protected
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import AddressMatcher, parse_addr, parse_cidr
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap
@@ -92,3 +92,10 @@ def test_host_bits_stay_ambiguous_and_a_network_where_an_address_belongs_too():
     # where a network is welcome, host bits only widen protection
     assert parse_protected(['10.0.0.5/24'])[0][1] == ipaddress.ip_network(u'10.0.0.0/24')
     assert NodeMap({'n': ['10.0.0.5/24', '10.0.1.7:0/123']}).entries[1][1] == ipaddress.ip_network(u'10.0.1.7/32')
+
+
+def test_parse_each_keeps_the_order_says_each_value_once_and_names_every_bad_entry():
+    parsed, errors = parse_each(['10.0.0.2/32', 'x', '10.0.0.1/32', '10.0.0.2/32', '1.2.3.4/33'], parse_network)
+    assert [str(n) for n in parsed] == ['10.0.0.2/32', '10.0.0.1/32']
+    assert len(errors) == 2 and "'x'" in errors[0] and "'1.2.3.4/33'" in errors[1]
+    assert parse_each(None, parse_network) == ([], [])

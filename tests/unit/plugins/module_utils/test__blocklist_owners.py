@@ -14,7 +14,7 @@ import json
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.blocklist_owners import (
     for_nodes, ownership, with_blocklist)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import table
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import MARKER_ANNOTATION
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.marks import MARKER_ANNOTATION
 
 
 def node(name, ip, ready='True', boot='b1', record=None):

@@ -8,7 +8,6 @@ __metaclass__ = type
 
 import datetime
 import json
-import os
 
 import pytest
 
@@ -19,7 +18,6 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist impor
     entry_info,
     entry_matches,
     hosts_of,
-    network_covers,
     parse_blocklist_docs,
     parse_protected,
     parse_entry,
@@ -28,6 +26,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.blocklist impor
     predict_after,
     sorted_entries,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.blocklist_guard import network_covers
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     AddressMatcher,
     CephParseError,
@@ -36,19 +35,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     parse_ceph_time,
 )
 
-FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
-HOLDERS = json.load(open(os.path.join(FIXTURES, 'holders.json')))
-SUBNET = HOLDERS['nodes']['node-a'].rsplit('.', 1)[0]  # the lab's subnet when the fixtures were captured
-MON_IP = SUBNET + '.1'
-
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
-
-
-def fixture_json(name):
-    return json.loads(fixture(name))
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import MON_IP, SUBNET, fixture, fixture_json
 
 
 def current():

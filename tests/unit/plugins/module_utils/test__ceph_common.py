@@ -8,7 +8,6 @@ __metaclass__ = type
 
 import datetime
 import json
-import os
 
 import pytest
 
@@ -33,12 +32,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     stderr_summary,
 )
 
-FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
-
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import fixture
 
 
 # ----------------------------------------------------------------------------- JSON
@@ -122,6 +116,8 @@ def test_parse_addr_accepts_what_users_and_ceph_write(text, expected):
     assert str(parse_addr(text)) == expected
 
 
+# deliberately repeated: each parser's refusals are spelled out beside its tests (the parametrize-and-raise
+# shape of test__ceph_versions.py, other inputs and messages)
 @pytest.mark.parametrize('text, message', [
     ('not-an-ip', "address 'not-an-ip' is not an IP address"),
     ('10.231.41.300', "'10.231.41.300' is not an IP address"),

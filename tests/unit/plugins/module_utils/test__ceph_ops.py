@@ -29,6 +29,7 @@ from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes
     DyingMonitor,
     FakeCluster,
 )
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import failover_cluster
 
 
 def test_reads_daemons_from_the_real_dumps():
@@ -223,8 +224,8 @@ def test_I7_lock_break_failing_after_fencing_and_breaking_some_says_which():
     from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import LockFilter
     cluster = LockCluster(_lockers(), fail_break=['kubelet_lock_magic_b2'])
     with pytest.raises(LockBreakFailure) as info:
-        break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('kubelet_lock_magic_*'), AddressMatcher([]),
-                          expire=600)
+        break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('kubelet_lock_magic_*'),
+                          protect=AddressMatcher([]), expire=600)
     result = info.value.result
     assert result['changed'] is True
     assert sorted(a['entry'] for a in result['blocklisted']) == [NODES['node-b'] + ':0/41', NODES['node-b'] + ':0/42']
@@ -238,7 +239,7 @@ def test_I7_lock_break_when_fencing_fails_halfway_breaks_nothing_and_reports_the
     from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import LockFilter
     cluster = LockCluster(_lockers(), fail=[NODES['node-b'] + ':0/42'])
     with pytest.raises(LockBreakFailure) as info:
-        break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), AddressMatcher([]))
+        break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), protect=AddressMatcher([]))
     result = info.value.result
     assert result['changed'] is True and result['broken'] == []
     assert [a['entry'] for a in result['blocklisted']] == [NODES['node-b'] + ':0/41']
@@ -251,7 +252,8 @@ def test_I1_a_lock_held_from_an_ipv4_mapped_protected_address_is_neither_fenced_
     from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import LockFilter
     cluster = LockCluster([dict(locker='client.7', id='kubelet_lock_magic_a', address='[::ffff:%s]:0/7'
                                 % NODES['node-a'])])
-    result = break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'), AddressMatcher([NODES['node-a']]))
+    result = break_image_locks(cluster, 'rbd/img', _locks(cluster), LockFilter('*'),
+                               protect=AddressMatcher([NODES['node-a']]))
     assert not result['changed'] and result['broken'] == [] and len(result['protected']) == 1
     assert cluster.changes() == [] and len(cluster.lockers) == 1
 
@@ -281,10 +283,12 @@ class _ImageReads(object):
 
 
 class _FakeTime(object):
+    """A clock (_clock.Clock's time and sleep) that moves only when something sleeps."""
+
     def __init__(self):
         self.now = 0.0
 
-    def clock(self):
+    def time(self):
         return self.now
 
     def sleep(self, seconds):
@@ -300,8 +304,8 @@ def test_wait_unwatched_returns_once_the_fenced_clients_are_gone():
     from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_matcher, wait_unwatched
     client = _ImageReads([{'rbd/a': ['10.0.0.2:0/55', '10.0.0.7:0/1']}, {'rbd/a': ['10.0.0.7:0/1']}])
     t = _FakeTime()
-    reports, still = wait_unwatched(client, _specs('rbd/a'), fence_matcher(['10.0.0.2:0/55'], []), 30,
-                                    t.sleep, t.clock)
+    reports, still = wait_unwatched(client, _specs('rbd/a'), fence_matcher(['10.0.0.2:0/55'], []), wait_timeout=30,
+                                    clock=t)
     assert still == [] and client.reads == 2
     # the unfenced watcher (another node's client) is reported, not waited for
     assert [w['address'] for w in reports[0]['watchers']] == ['10.0.0.7:0/1']
@@ -312,7 +316,7 @@ def test_wait_unwatched_times_out_naming_the_fenced_clients_still_there():
     client = _ImageReads([{'rbd/a': ['10.0.0.2:0/55'], 'rbd/b': ['10.1.0.9:0/3']}])
     t = _FakeTime()
     _reports, still = wait_unwatched(client, _specs('rbd/a', 'rbd/b'), fence_matcher(['10.0.0.2'], ['10.1.0.0/24']),
-                                     5, t.sleep, t.clock)
+                                     wait_timeout=5, clock=t)
     assert still == [('rbd/a', '10.0.0.2:0/55'), ('rbd/b', '10.1.0.9:0/3')]
     assert t.now == 5  # the last read comes at the deadline, not after it
 
@@ -322,10 +326,10 @@ def test_wait_unwatched_a_missing_image_has_no_watcher_an_unreadable_one_fails()
     from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import fence_matcher, wait_unwatched
     t = _FakeTime()
     gone = _ImageReads([{'rbd/a': CephNotFoundError('image rbd/a not found')}])
-    assert wait_unwatched(gone, _specs('rbd/a'), fence_matcher(['10.0.0.2'], []), 5, t.sleep, t.clock) == ([], [])
+    assert wait_unwatched(gone, _specs('rbd/a'), fence_matcher(['10.0.0.2'], []), wait_timeout=5, clock=t) == ([], [])
     broken = _ImageReads([{'rbd/a': CephError('permission denied')}])
     with pytest.raises(CephError, match='permission denied'):
-        wait_unwatched(broken, _specs('rbd/a'), fence_matcher(['10.0.0.2'], []), 5, t.sleep, t.clock)
+        wait_unwatched(broken, _specs('rbd/a'), fence_matcher(['10.0.0.2'], []), wait_timeout=5, clock=t)
 
 
 @pytest.mark.parametrize('address, fenced', [
@@ -344,32 +348,9 @@ def test_fence_matcher_matches_as_ceph_does(address, fenced):
 
 # --------------------------------------------------------------------------- a failover's fence, in one call
 
-def _now_text(age):
-    """A Kubernetes time `age` seconds before now (fence_failed_nodes judges Leases against the clock)."""
-    import datetime
-    when = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=age)
-    return when.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
-
-
-def _node(name, ip, ready):
-    return dict(apiVersion='v1', kind='Node', metadata=dict(name=name), status=dict(
-        addresses=[dict(type='InternalIP', address=ip), dict(type='Hostname', address=name)],
-        conditions=[dict(type='Ready', status=ready, lastTransitionTime=_now_text(600))],
-        nodeInfo=dict(bootID='boot-' + name)))
-
-
-def _lease(name, age):
-    return dict(apiVersion='coordination.k8s.io/v1', kind='Lease',
-                metadata=dict(name=name, namespace='kube-node-lease'),
-                spec=dict(holderIdentity=name, leaseDurationSeconds=40, renewTime=_now_text(age)))
-
-
 def _cluster_objects(lease_b=3600):
     """node-b failed (NotReady, its Lease `lease_b` s old); node-a and node-c Ready."""
-    nodes = [_node('node-a', NODES['node-a'], 'True'), _node('node-b', NODES['node-b'], 'Unknown'),
-             _node('node-c', NODES['node-c'], 'True')]
-    leases = [_lease('node-a', 3), _lease('node-b', lease_b), _lease('node-c', 3)]
-    return nodes, leases
+    return failover_cluster(NODES, 'node-b', failed_lease_age=lease_b)
 
 
 B = NODES['node-b'] + ':0/1311344876'   # the failed node's client
@@ -437,8 +418,8 @@ def _fence(cluster, specs, failed=('node-b',), lease_b=3600, **kw):
     nodes, leases = _cluster_objects(lease_b)
     t = kw.pop('time', None) or _FakeTime()
     node_map = NodeMap(dict((n, [ip]) for n, ip in NODES.items()))
-    return fence_failed_nodes(cluster, _specs(*specs), node_map, list(failed), nodes, leases,
-                              sleep=t.sleep, clock=t.clock, **kw)
+    return fence_failed_nodes(cluster, _specs(*specs), failed_nodes=list(failed), nodes=nodes, leases=leases,
+                              node_map=node_map, clock=t, **kw)
 
 
 def test_fence_failed_nodes_fences_only_the_failed_nodes_client_and_keeps_the_ready_nodes():

@@ -6,9 +6,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
-import os
-
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
@@ -29,15 +26,9 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     unmatched_locks_warning,
 )
 
-FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'ceph')
-HOLDERS = json.load(open(os.path.join(FIXTURES, 'holders.json')))
-NODES = HOLDERS['nodes']
-BINDINGS = json.load(open(os.path.join(FIXTURES, 'bindings_outputs.json')))
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.ceph_fakes import HOLDERS, NODES, fixture_json
 
-
-def fixture_json(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return json.load(handle)
+BINDINGS = fixture_json('bindings_outputs.json')
 
 
 def bindings(kind):

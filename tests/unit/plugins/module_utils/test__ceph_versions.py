@@ -52,6 +52,8 @@ def test_decode_real_keys_of_each_release():
     assert key20['created'].startswith('2026-11-') and key20['created'].endswith('Z')
 
 
+# deliberately repeated: each parser's refusals are spelled out beside its tests (the parametrize-and-raise
+# shape of test__ceph_common.py and test__safety.py, other inputs and messages)
 @pytest.mark.parametrize('text, error', [
     ('', 'empty'),
     ('not a key!', 'not base64'),

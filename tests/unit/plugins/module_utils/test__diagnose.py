@@ -3,16 +3,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import datetime
-
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import (
     address_ip,
     diagnose,
     is_stuck,
     table,
 )
-
-NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=datetime.timezone.utc)
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import NOW
 EARLIER = "2026-11-21T05:50:00Z"      # 600 s before NOW
 JUST_NOW = "2026-11-21T05:59:50Z"     # 10 s before NOW
 
@@ -68,7 +65,7 @@ def test_stale_rbd_watcher_watcher_from_the_dead_node():
     pods = [pod("nginx-1", "node-a", "pvc-test")]
     watchers = {"rbd/csi-vol-1": [{"address": "10.0.0.12:0/3847961205", "ip": "10.0.0.12"}]}
     events = [event("nginx-1", "MountVolume.MountDevice failed ... rbd image rbd/csi-vol-1 is still being used")]
-    [d] = diagnose(pods, events, [pvc("pvc-test", "pv-1")], [rbd_csi_pv("pv-1", "csi-vol-1")], [], NODES,
+    [d] = diagnose(pods, events=events, pvcs=[pvc("pvc-test", "pv-1")], pvs=[rbd_csi_pv("pv-1", "csi-vol-1")], vas=[], nodes=NODES,
                    watchers=watchers, now=NOW)
     assert d["incident"] == "stale-rbd-watcher"
     assert d["target"] == {"failed_node": "node-b", "watchers": ["10.0.0.12:0/3847961205"]}
@@ -80,7 +77,7 @@ def test_stale_rbd_watcher_watcher_from_the_dead_node():
 def test_own_watcher_is_not_an_incident():
     pods = [pod("nginx-1", "node-a", "pvc-test")]
     watchers = {"rbd/csi-vol-1": [{"address": "10.0.0.11:0/1", "ip": "10.0.0.11"}]}
-    [d] = diagnose(pods, [], [pvc("pvc-test", "pv-1")], [rbd_csi_pv("pv-1", "csi-vol-1")], [], NODES,
+    [d] = diagnose(pods, events=[], pvcs=[pvc("pvc-test", "pv-1")], pvs=[rbd_csi_pv("pv-1", "csi-vol-1")], vas=[], nodes=NODES,
                    watchers=watchers, now=NOW)
     assert d["incident"] == "unknown" and d["next"] is None
 
@@ -89,7 +86,7 @@ def test_stale_rbd_lock_lock_of_another_node():
     pv = {"metadata": {"name": "index-api-pv"}, "spec": {"rbd": {"pool": "mioss", "image": "index-api-image"}}}
     locks = {"mioss/index-api-image": [{"id": "kubelet_lock_magic_node-b", "locker": "client.24128",
                                         "address": "10.0.0.12:0/1"}]}
-    [d] = diagnose([pod("index-api-1", "node-a", "claim")], [], [pvc("claim", "index-api-pv")], [pv], [], NODES,
+    [d] = diagnose([pod("index-api-1", "node-a", "claim")], events=[], pvcs=[pvc("claim", "index-api-pv")], pvs=[pv], vas=[], nodes=NODES,
                    locks=locks, now=NOW)
     assert d["incident"] == "stale-rbd-lock"
     assert d["next"]["file"] == "playbooks/rbd_lock_cleanup.yml"
@@ -99,7 +96,7 @@ def test_stale_rbd_lock_lock_of_another_node():
 def test_own_intree_lock_is_not_an_incident():
     pv = {"metadata": {"name": "pv"}, "spec": {"rbd": {"pool": "rbd", "image": "img"}}}
     locks = {"rbd/img": [{"id": "kubelet_lock_magic_node-a", "locker": "client.1", "address": "10.0.0.11:0/1"}]}
-    [d] = diagnose([pod("p", "node-a", "claim")], [], [pvc("claim", "pv")], [pv], [], NODES, locks=locks, now=NOW)
+    [d] = diagnose([pod("p", "node-a", "claim")], events=[], pvcs=[pvc("claim", "pv")], pvs=[pv], vas=[], nodes=NODES, locks=locks, now=NOW)
     assert d["incident"] == "unknown"
 
 
@@ -109,13 +106,13 @@ def test_stale_volumeattachment_attachment_on_another_node_and_collision():
     assert len(driver + "^" + handle) == 68
     pv = {"metadata": {"name": "pv-u"}, "spec": {"csi": {"driver": driver, "volumeHandle": handle}}}
     va = {"metadata": {"name": "csi-abc"}, "spec": {"nodeName": "node-b", "source": {"persistentVolumeName": "pv-u"}}}
-    [d] = diagnose([pod("app-1", "node-a", "claim")], [], [pvc("claim", "pv-u")], [pv], [va], NODES,
+    [d] = diagnose([pod("app-1", "node-a", "claim")], events=[], pvcs=[pvc("claim", "pv-u")], pvs=[pv], vas=[va], nodes=NODES,
                    git_version="v1.23.5", now=NOW)
     assert d["incident"] == "stale-volumeattachment"
     assert d["target"] == {"pv": "pv-u", "volumeattachments": ["csi-abc"]}
     assert any("68 characters" in e and "v1.23.5 is affected" in e for e in d["evidence"])
     # On 1.24+ the shape alone is harmless: only the stuck attachment counts.
-    [fixed] = diagnose([pod("app-1", "node-a", "claim")], [], [pvc("claim", "pv-u")], [pv], [], NODES,
+    [fixed] = diagnose([pod("app-1", "node-a", "claim")], events=[], pvcs=[pvc("claim", "pv-u")], pvs=[pv], vas=[], nodes=NODES,
                        git_version="v1.30.2", now=NOW)
     assert fixed["incident"] == "unknown"
 
@@ -125,7 +122,7 @@ def test_dead_fuse_mount_dead_fuse_mount_even_when_running():
     pv = {"metadata": {"name": "pv-s3"}, "spec": {"csi": {"driver": "ch.ctrox.csi.s3-driver", "volumeHandle": "b"}}}
     events = [event("s3-1", "Liveness probe failed: ls: cannot access '/var/lib/www/html': "
                             "Transport endpoint is not connected", reason="Unhealthy")]
-    [d] = diagnose([running], events, [pvc("s3", "pv-s3")], [pv], [], NODES, now=NOW, threshold=10000)
+    [d] = diagnose([running], events=events, pvcs=[pvc("s3", "pv-s3")], pvs=[pv], vas=[], nodes=NODES, now=NOW, threshold=10000)
     assert d["incident"] == "dead-fuse-mount"
     assert d["next"]["extra_vars"] == {"target_nodes": ["node-b"]}
 
@@ -133,14 +130,14 @@ def test_dead_fuse_mount_dead_fuse_mount_even_when_running():
 def test_events_of_an_earlier_pod_with_the_same_name_do_not_count():
     pods = [pod("nginx-1", "node-a", "pvc-test", uid="new-uid")]
     stale = event("nginx-1", "rbd image rbd/csi-vol-1 is still being used")  # uid-nginx-1, not new-uid
-    [d] = diagnose(pods, [stale], [pvc("pvc-test", "pv-1")], [rbd_csi_pv("pv-1", "csi-vol-1")], [], NODES, now=NOW)
+    [d] = diagnose(pods, events=[stale], pvcs=[pvc("pvc-test", "pv-1")], pvs=[rbd_csi_pv("pv-1", "csi-vol-1")], vas=[], nodes=NODES, now=NOW)
     assert d["incident"] == "unknown"
 
 
 def test_table_names_the_playbook_and_the_evidence():
     watchers = {"rbd/csi-vol-1": [{"address": "10.0.0.12:0/9", "ip": "10.0.0.12"}]}
-    diagnoses = diagnose([pod("nginx-1", "node-a", "pvc-test")], [], [pvc("pvc-test", "pv-1")],
-                         [rbd_csi_pv("pv-1", "csi-vol-1")], [], NODES, watchers=watchers, now=NOW)
+    diagnoses = diagnose([pod("nginx-1", "node-a", "pvc-test")], events=[], pvcs=[pvc("pvc-test", "pv-1")],
+                         pvs=[rbd_csi_pv("pv-1", "csi-vol-1")], vas=[], nodes=NODES, watchers=watchers, now=NOW)
     lines = table(diagnoses)
     assert lines[0].split() == ["NAMESPACE", "POD", "NODE", "AGE", "INCIDENT", "NEXT"]
     assert "playbooks/node_failover.yml -e 'failed_node=node-b'" in lines[1]
@@ -169,7 +166,7 @@ def test_volume_health_of_csi_addons_is_evidence_and_read_per_node():
         "csiaddons.openshift.io/volumehealth.uid-x": "not json",
         "example.com/other": "kept out"}
     nodes = [dict(n, metadata=dict(n["metadata"], uid="uid-" + n["metadata"]["name"][-1])) for n in NODES]
-    (d,) = diagnose([pod("web-0", "node-a", "data-0")], [], [claim], [rbd_csi_pv("pv-0", "img")], [], nodes, now=NOW)
+    (d,) = diagnose([pod("web-0", "node-a", "data-0")], events=[], pvcs=[claim], pvs=[rbd_csi_pv("pv-0", "img")], vas=[], nodes=nodes, now=NOW)
     assert d["volumes"][0]["health"] == [
         {"node": "node-b", "state": "unhealthy", "last_checked": "2026-11-21T05:59:00Z", "since": "2026-11-21T05:40:00Z"},
         {"node": "node-c", "state": "healthy", "last_checked": "2026-11-21T05:59:00Z", "since": None},
@@ -177,6 +174,6 @@ def test_volume_health_of_csi_addons_is_evidence_and_read_per_node():
     assert ("volume health of claim data-0 on node-b: unhealthy since 2026-11-21T05:40:00Z (CSI-Addons, last checked "
             "2026-11-21T05:59:00Z)") in d["evidence"]
     assert not any("node-c" in e for e in d["evidence"])
-    (plain,) = diagnose([pod("web-0", "node-a", "data-0")], [], [pvc("data-0", "pv-0")], [rbd_csi_pv("pv-0", "img")],
-                        [], NODES, now=NOW)
+    (plain,) = diagnose([pod("web-0", "node-a", "data-0")], events=[], pvcs=[pvc("data-0", "pv-0")], pvs=[rbd_csi_pv("pv-0", "img")],
+                        vas=[], nodes=NODES, now=NOW)
     assert plain["volumes"][0]["health"] == [] and plain["evidence"] == []

@@ -7,14 +7,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import datetime
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose, pv_rbd_image
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import pod_claims
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import pod_claims
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
     FIELD_SELECTORS,
     POD_WARNINGS,
@@ -29,13 +28,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
     slim,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import resource_path
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import (
     down_node_volumes,
-    failover_preflight,
     failover_volumes,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import failover_preflight
 
-NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=datetime.timezone.utc)
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import NOW
 OLD = "2026-11-21T05:50:00Z"
 NEW = "2026-11-21T05:59:58Z"
 
@@ -221,18 +220,18 @@ def clusters(draw):
 def whole_cluster_way(objects, threshold, version="v1.30.2", namespaces=None):
     """What the old playbook computed: the filters on the whole lists."""
     pods = [p for p in objects["pods"] if not namespaces or p["metadata"]["namespace"] in namespaces]
-    return (diagnose(pods, objects["events"], objects["persistentvolumeclaims"], objects["persistentvolumes"],
-                     objects["volumeattachments"], objects["nodes"], git_version=version, threshold=threshold, now=NOW),
-            down_node_volumes(objects["nodes"], pods, objects["persistentvolumeclaims"],
-                              objects["persistentvolumes"], objects["volumeattachments"]))
+    return (diagnose(pods, events=objects["events"], pvcs=objects["persistentvolumeclaims"], pvs=objects["persistentvolumes"],
+                     vas=objects["volumeattachments"], nodes=objects["nodes"], git_version=version, threshold=threshold, now=NOW),
+            down_node_volumes(objects["nodes"], pods=pods, pvcs=objects["persistentvolumeclaims"],
+                              pvs=objects["persistentvolumes"], attachments=objects["volumeattachments"]))
 
 
 def selective_way(objects, threshold, namespaces=None, page=3):
     api = FakeApi(objects)
     got = gather(api, resource_path, namespaces=namespaces, threshold=threshold, page=page, now=NOW)
     small = got["objects"]
-    again = diagnose(small["pods"], small["events"], small["pvcs"], small["pvs"], small["volumeattachments"],
-                     small["nodes"], git_version=got["server_version"], threshold=threshold, now=NOW)
+    again = diagnose(small["pods"], events=small["events"], pvcs=small["pvcs"], pvs=small["pvs"], vas=small["volumeattachments"],
+                     nodes=small["nodes"], git_version=got["server_version"], threshold=threshold, now=NOW)
     return got, again, api
 
 
@@ -260,11 +259,11 @@ def test_with_watchers_the_small_inputs_classify_as_the_whole_lists_do(objects):
     locks = dict((img, [{"id": "kubelet_lock_magic_node-0", "locker": "client.1", "address": "10.0.0.1:0/2"}])
                  for img in got["images"]["rbd-intree"])
     small = got["objects"]
-    expected = diagnose(objects["pods"], objects["events"], objects["persistentvolumeclaims"],
-                        objects["persistentvolumes"], objects["volumeattachments"], objects["nodes"],
+    expected = diagnose(objects["pods"], events=objects["events"], pvcs=objects["persistentvolumeclaims"],
+                        pvs=objects["persistentvolumes"], vas=objects["volumeattachments"], nodes=objects["nodes"],
                         watchers=watchers, locks=locks, git_version="v1.30.2", threshold=0, now=NOW)
-    assert diagnose(small["pods"], small["events"], small["pvcs"], small["pvs"], small["volumeattachments"],
-                    small["nodes"], watchers=watchers, locks=locks, git_version="v1.30.2", threshold=0,
+    assert diagnose(small["pods"], events=small["events"], pvcs=small["pvcs"], pvs=small["pvs"], vas=small["volumeattachments"],
+                    nodes=small["nodes"], watchers=watchers, locks=locks, git_version="v1.30.2", threshold=0,
                     now=NOW) == expected
 
 
@@ -405,9 +404,9 @@ def test_the_failover_reads_decide_as_the_whole_lists_do(objects, data):
     api = FakeApi(objects)
     got = gather_failed_nodes(api, resource_path, failed, lease_grace=120, force=force, page=2, now=NOW)
     assert got["missing"] == []
-    assert got["preflight"] == failover_preflight(failed, objects["nodes"], objects["leases"], 120, force, NOW)
-    expected = failover_volumes(failed, objects["pods"], objects["persistentvolumeclaims"],
-                                objects["persistentvolumes"], objects["volumeattachments"])
+    assert got["preflight"] == failover_preflight(failed, objects["nodes"], leases=objects["leases"], lease_grace=120, force=force, now=NOW)
+    expected = failover_volumes(failed, pods=objects["pods"], pvcs=objects["persistentvolumeclaims"],
+                                pvs=objects["persistentvolumes"], attachments=objects["volumeattachments"])
     assert got["volumes"] == expected
     own = [v["image"] for v in expected if v["image"]]
     # the waiting pods elsewhere, from the whole lists: pods not started off the failed nodes, their RBD claims

@@ -53,7 +53,7 @@ MOUNTINFO = (
 def test_drivers_that_match_no_mount_are_named_with_the_drivers_found():
     seen = []
     drivers = {'pvc-1': 'ch.ctrox.csi.s3-driver', 'pvc-2': 'csi-rclone'}
-    mounts = find_csi_fuse_mounts(MOUNTINFO, '/var/lib/kubelet', ['ch.ctrox.csi.s3-drivr'], stat=lambda p: None,
+    mounts = find_csi_fuse_mounts(MOUNTINFO, '/var/lib/kubelet', drivers=['ch.ctrox.csi.s3-drivr'], stat=lambda p: None,
                                   vol_data=lambda p: dict(driverName=drivers[p.split('/')[-2]]),
                                   probe_timeout=None, seen_drivers=seen)
     assert mounts == [] and sorted(seen) == ['ch.ctrox.csi.s3-driver', 'csi-rclone']

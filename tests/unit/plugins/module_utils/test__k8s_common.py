@@ -68,7 +68,7 @@ def test_errors_carry_status_reason_message_and_object():
 def test_non_status_error_bodies_are_shown():
     err = api_error('GET', '/apis/x/v1/y', 404, 'Not Found', b'404 page not found')
     assert err.msg == 'Failed to read /apis/x/v1/y: 404 Not Found: 404 page not found'
-    err = api_error('POST', '/p', 500, 'Internal Server Error', None, ('NetworkFence', 'nf', None))
+    err = api_error('POST', '/p', 500, 'Internal Server Error', None, what=('NetworkFence', 'nf', None))
     assert err.msg == 'Failed to create NetworkFence nf: 500 Internal Server Error'
 
 

@@ -10,7 +10,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
+from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     age_seconds,
     check_object_name,
     describe,
@@ -23,8 +23,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.objects import (
     parse_time,
 )
 
-UTC = datetime.timezone.utc
-NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=UTC)
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import NOW, UTC
 
 
 def node(name='node-b', ready='True', since='2026-11-21T05:50:00Z', taints=(), addresses=()):

@@ -25,7 +25,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import (
     wait_until_settled,
     write_with_reread,
 )
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, SleepClock, api_for
 
 
 def node_path(name=None):
@@ -37,19 +37,6 @@ def nodes(count):
     for i in range(count):
         fake.add('nodes', dict(metadata=dict(name='node-%02d' % i)))
     return fake
-
-
-class Clock(object):
-    def __init__(self):
-        self.t = 0.0
-        self.sleeps = []
-
-    def time(self):
-        return self.t
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.t += seconds
 
 
 # --------------------------------------------------------------------------- reading
@@ -179,7 +166,7 @@ def test_a_client_error_is_not_retried_and_retries_are_bounded():
 # --------------------------------------------------------------------------- waiting
 
 def test_waiting_ends_when_nothing_is_pending():
-    clock = Clock()
+    clock = SleepClock()
     left = {'a': 2, 'b': 0, 'c': 1}   # rounds each item still needs
 
     def poll_round(pending):
@@ -187,22 +174,22 @@ def test_waiting_ends_when_nothing_is_pending():
         for item in still:
             left[item] -= 1
         return still
-    assert wait_until_settled(['a', 'b', 'c'], poll_round, 60, 5, clock.sleep, clock.time) == []
+    assert wait_until_settled(['a', 'b', 'c'], poll_round, wait_timeout=60, wait_sleep=5, clock=clock) == []
     assert clock.sleeps == [5, 5]
 
 
 def test_waiting_stops_at_the_deadline_with_a_last_round_there_and_returns_what_is_pending():
-    clock = Clock()
+    clock = SleepClock()
     rounds = []
 
     def poll_round(pending):
         rounds.append(clock.t)
         return [item for item in pending if item != 'quick']
-    assert wait_until_settled(['quick', 'slow'], poll_round, 7, 3, clock.sleep, clock.time) == ['slow']
+    assert wait_until_settled(['quick', 'slow'], poll_round, wait_timeout=7, wait_sleep=3, clock=clock) == ['slow']
     assert rounds == [0, 3, 6, 7] and clock.t == 7   # the last pause is cut to the deadline
-    assert wait_until_settled([], poll_round, 7, 3, clock.sleep, clock.time) == [] and len(rounds) == 4
+    assert wait_until_settled([], poll_round, wait_timeout=7, wait_sleep=3, clock=clock) == [] and len(rounds) == 4
     rounds[:] = []
-    assert wait_until_settled(['slow'], poll_round, 0, 3, clock.sleep, clock.time) == ['slow'] and len(rounds) == 1
+    assert wait_until_settled(['slow'], poll_round, wait_timeout=0, wait_sleep=3, clock=clock) == ['slow'] and len(rounds) == 1
 
 
 # --------------------------------------------------------------------------- reporting

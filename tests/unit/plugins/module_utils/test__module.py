@@ -13,7 +13,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.volfence.csi.plugins.module_utils._module import type_error_in_user_words
+from ansible_collections.volfence.csi.plugins.module_utils._module import nothing_changed, type_error_in_user_words
 from ansible_collections.volfence.csi.plugins.modules import networkfence, rbd_lock, volumeattachment_info
 
 
@@ -63,3 +63,17 @@ def test_modules_say_type_errors_in_user_words_before_connecting(module, args, e
 def test_other_failures_are_unchanged(capsys):
     out = run(networkfence, dict(name='nf', state='broken'), capsys)
     assert out['failed'] and out['msg'].startswith('value of state must be one of: present, absent')
+
+
+@pytest.mark.parametrize('text, outcome, expected', [
+    ('parallel=0 is out of range: give 1 to 256', None, 'parallel=0 is out of range: give 1 to 256; nothing was changed'),
+    # said once: the range checks end with it already
+    ('parallel=0 is out of range: give 1 to 256; nothing was changed', None,
+     'parallel=0 is out of range: give 1 to 256; nothing was changed'),
+    (ValueError('nodes: give at least one node'), None, 'nodes: give at least one node; nothing was changed'),
+    # a module that only reads
+    ('claims[0]: bad', 'nothing was read', 'claims[0]: bad; nothing was read'),
+    ('wait_sleep=0 is out of range; nothing was changed', 'nothing was read', 'wait_sleep=0 is out of range; nothing was changed'),
+])
+def test_a_failure_before_any_change_ends_one_way_in_every_module(text, outcome, expected):
+    assert (nothing_changed(text) if outcome is None else nothing_changed(text, outcome)) == expected

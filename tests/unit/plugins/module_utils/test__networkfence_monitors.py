@@ -76,6 +76,16 @@ def with_monitors(fake, monitors=('10.0.3.12:6789',), namespace='ceph-csi', name
     fake.add('configmaps', configmap(name, namespace, key, [dict(clusterID='lab', monitors=list(monitors))]))
 
 
+def cluster_with_fence(monitors, fence_state, cidrs):
+    """A cluster whose ceph-csi configuration lists `monitors`, holding NetworkFence nf-b (class rbd)
+    `fence_state` over `cidrs`."""
+    fake, nf = cluster()
+    with_monitors(fake, monitors)
+    fake.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
+        networkFenceClassName='rbd', fenceState=fence_state, cidrs=cidrs)))
+    return fake, nf
+
+
 def fence(cidrs, **extra):
     return build_requests(params(name='nf-b', network_fence_class='rbd', cidrs=cidrs, fence_state='Fenced', **extra))
 
@@ -110,19 +120,13 @@ def test_force_fences_a_monitor_with_a_warning_and_other_cidrs_pass():
 
 
 def test_setting_an_existing_fence_fenced_checks_the_monitors():
-    fake, nf = cluster()
-    with_monitors(fake, ['10.0.3.12'])
-    fake.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
-        networkFenceClassName='rbd', fenceState='Unfenced', cidrs=['10.0.3.12/32'])))
+    _fake, nf = cluster_with_fence(['10.0.3.12'], 'Unfenced', ['10.0.3.12/32'])
     with pytest.raises(K8sRefused, match='Ceph monitor'):
         nf.plan(build_requests(params(name='nf-b', fence_state='Fenced')))
 
 
 def test_unfencing_and_an_empty_source_list_do_not_read_configmaps():
-    fake, nf = cluster()
-    with_monitors(fake, ['10.0.3.12'])
-    fake.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
-        networkFenceClassName='rbd', fenceState='Fenced', cidrs=['10.0.3.12/32'])))
+    fake, nf = cluster_with_fence(['10.0.3.12'], 'Fenced', ['10.0.3.12/32'])
     nf.plan(build_requests(params(name='nf-b', fence_state='Unfenced')))
     assert not [e for e in fake.log if 'configmaps' in e[1]] and nf.monitors['configmaps'] == []
     fake2, nf2 = cluster()
@@ -209,26 +213,17 @@ def test_creating_an_unfenced_fence_holding_a_monitor_is_refused_too():
 
 
 def test_adding_a_monitor_cidr_to_an_unfenced_fence_is_refused_other_changes_are_not_checked():
-    fake, nf = cluster()
-    with_monitors(fake, ['10.0.3.12:6789'])
-    fake.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
-        networkFenceClassName='rbd', fenceState='Unfenced', cidrs=['10.0.3.13/32'])))
+    _fake, nf = cluster_with_fence(['10.0.3.12:6789'], 'Unfenced', ['10.0.3.13/32'])
     with pytest.raises(K8sRefused, match='would hold Ceph monitor address'):
         nf.plan(unfenced(['10.0.3.13/32', '10.0.3.12/32']))
     # a fence that already held the address before (not written by this call) and gets only labels:
     # the CIDRs are not changed, nothing is checked
-    fake2, nf2 = cluster()
-    with_monitors(fake2, ['10.0.3.12:6789'])
-    fake2.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
-        networkFenceClassName='rbd', fenceState='Unfenced', cidrs=['10.0.3.12/32'])))
+    fake2, nf2 = cluster_with_fence(['10.0.3.12:6789'], 'Unfenced', ['10.0.3.12/32'])
     plans = nf2.plan(build_requests(params(name='nf-b', labels={'a': 'b'})))
     assert plans[0].action == 'update' and plans[0].monitor_checked == []
     assert not [e for e in fake2.log if 'configmaps' in e[1]]
     # removing CIDRs writes no new one: nothing to check either
-    fake3, nf3 = cluster()
-    with_monitors(fake3, ['10.0.3.12:6789'])
-    fake3.add('networkfences', dict(metadata=dict(name='nf-b'), spec=dict(
-        networkFenceClassName='rbd', fenceState='Unfenced', cidrs=['10.0.3.12/32', '10.0.3.13/32'])))
+    _fake3, nf3 = cluster_with_fence(['10.0.3.12:6789'], 'Unfenced', ['10.0.3.12/32', '10.0.3.13/32'])
     assert nf3.plan(unfenced(['10.0.3.13/32']))[0].monitor_checked == []
 
 

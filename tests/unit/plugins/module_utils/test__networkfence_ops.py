@@ -19,11 +19,12 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.networkfen
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
     SERVED,
+    NO_PAUSE,
     Controller,
-    Ticker,
     api_for,
     networkfence_cluster as cluster,
     networkfence_params as params,
+    ticking_clock,
 )
 
 SECRET = dict(name='csi-rbd-secret', namespace='ceph-csi')
@@ -42,7 +43,7 @@ def fenced_nf():
     fake, fences = cluster(Controller())
     plan_and_run(fences, name='nf', cidrs=['10.0.3.12'], fence_state='Fenced', network_fence_class='rbd')
     del fake.log[:]
-    return fake, NetworkFences(api_for(fake), sleep=lambda s: None, clock=Ticker())
+    return fake, NetworkFences(api_for(fake), clock=ticking_clock())
 
 
 def test_crd_not_installed_is_a_clear_error_and_writes_nothing():
@@ -64,7 +65,7 @@ def test_many_fences_then_a_second_run_writes_nothing():
     assert failures == [] and [p.action for p in plans] == [CREATE] * 30 and all(p.changed for p in plans)
     assert len(fake.writes()) == 30 and len(fake.store['networkfences']) == 30
     before = len(fake.log)
-    _fake, again = fake, NetworkFences(api_for(fake), sleep=lambda s: None)
+    _fake, again = fake, NetworkFences(api_for(fake), clock=NO_PAUSE)
     plans = again.plan(build_requests(params(fences=entries, fence_state='Unfenced', network_fence_class='rbd')))
     assert again.run(plans, wait=False) == []
     assert [p.action for p in plans] == [NONE] * 30
@@ -206,7 +207,7 @@ def test_ready_nodes_are_refused_unless_forced():
                                           network_fence_class='rbd')))
     assert 'would fence Ready node(s) node-a (10.0.3.11 via 10.0.3.8/29), node-c' in info.value.msg
     assert 'Nothing was changed' in info.value.msg and fake.writes() == []
-    fences = NetworkFences(api_for(fake), sleep=lambda s: None)
+    fences = NetworkFences(api_for(fake), clock=NO_PAUSE)
     plans = fences.plan(build_requests(params(name='nf', cidrs=['10.0.3.8/29'], fence_state='Fenced',
                                               network_fence_class='rbd')), force=True)
     assert plans[0].action == CREATE and any('(force=true)' in w for w in fences.warnings)
@@ -251,7 +252,7 @@ def test_node_fences_reads_each_list_once_and_a_second_run_writes_nothing():
     plans = fences.plan(requests)
     assert [p.action for p in plans] == [CREATE] * 3 and fences.run(plans, wait=True, wait_sleep=1) == []
     before = len(fake.log)
-    again = NetworkFences(api_for(fake), sleep=lambda s: None)
+    again = NetworkFences(api_for(fake), clock=NO_PAUSE)
     plans = again.plan(again.node_fences_requests(node_fences_params())[0])
     assert again.run(plans) == [] and [p.action for p in plans] == [NONE] * 3
     lists = [e[1] for e in fake.log[before:] if e[0] == 'GET' and 'limit' in e[2]]
@@ -267,7 +268,7 @@ def test_node_fences_keeps_the_class_check_for_unchanged_fences():
     fences.run(fences.plan(fences.node_fences_requests(node_fences_params())[0]), wait_sleep=1)
     del fake.store['networkfenceclasses'][(None, 'rbd')]
     writes = len(fake.writes())
-    again = NetworkFences(api_for(fake), sleep=lambda s: None)
+    again = NetworkFences(api_for(fake), clock=NO_PAUSE)
     with pytest.raises(K8sRefused) as info:
         again.plan(again.node_fences_requests(node_fences_params())[0])
     assert 'NetworkFenceClass rbd (for NetworkFence volfence-node-a) does not exist' in info.value.msg

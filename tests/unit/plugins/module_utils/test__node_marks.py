@@ -17,24 +17,24 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.node_marks import (
-    OUT_OF_SERVICE_TAINT,
-    OWN_TAINT_NOTE,
     NodeMarks,
     changed_marks,
     check_request,
     failure_message,
-    marks_of,
-    marks_patch,
     started_marks,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import OWN_TAINT_ANNOTATION
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.marks import (
     MARKER_ANNOTATION,
+    OUT_OF_SERVICE_TAINT,
+    OWN_TAINT_NOTE,
     STARTED_ANNOTATION,
     failover_markers,
+    marks_of,
+    marks_patch,
     read_marker,
-    recovery_plan,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.recovery import recovery_plan
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, merge
 
 OTHER_TAINT = {'key': 'node.kubernetes.io/unreachable', 'effect': 'NoExecute'}
@@ -133,9 +133,9 @@ taint_lists = st.lists(st.sampled_from([OTHER_TAINT, OUT_OF_SERVICE_TAINT,
 def test_one_patch_reaches_the_wanted_marks_and_a_second_changes_nothing(
         taints, record, old, taint, state, ours, remove_others):
     before = node(record=old, taints=taints, ours=ours)
-    patch, changes = marks_patch(before, state, record, taint, remove_others)
+    patch, changes = marks_patch(before, state, record, taint=taint, remove_others_taint=remove_others)
     after = before if patch is None else merge(before, patch)
-    assert marks_patch(after, state, record, taint, remove_others) == (None, [])
+    assert marks_patch(after, state, record, taint=taint, remove_others_taint=remove_others) == (None, [])
     assert bool(changes) == (patch is not None)
     marks, was = marks_of(after), marks_of(before)
     if state == 'present':
@@ -491,7 +491,7 @@ def failover_run(obj, at, cut, nonces, fenced):
         fenced.setdefault(address, set()).add(read['status']['nodeInfo']['bootID'])
     if cut == 'fence':
         return obj
-    records = failover_markers([read], [NAME], {NAME: addresses}, [], at)
+    records = failover_markers([read], [NAME], blocklisted_by_node={NAME: addresses}, networkfences=[], fenced_at=at)
     obj, _marks = applied(obj, 'present', records.get(NAME), finished=NAME in started)
     return obj
 
@@ -517,7 +517,7 @@ def test_I3_recovery_lifts_nothing_while_the_node_runs_a_boot_it_was_fenced_on_w
     back = failed_node_object(now_boot, obj['metadata']['annotations'], ready='True')
     entries = [dict(kind='address', entry=a, address=a, ip=NODE_IP, cidr=None) for a in sorted(fenced)]
     marker = read_marker(back)
-    plan = recovery_plan(NAME, [other_ready_node(), back], entries, [], marker, fresh_leases(), lease_fresh=60,
+    plan = recovery_plan(NAME, [other_ready_node(), back], entries=entries, fences=[], marker=marker, leases=fresh_leases(), lease_fresh=60,
                          force=force, now=PROPERTY_NOW)
     lifted = plan['remove_addresses'] + plan['remove_cidrs'] + plan['unfence']
     fenced_on = set(b for bs in fenced.values() for b in bs)

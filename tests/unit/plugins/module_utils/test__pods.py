@@ -28,7 +28,13 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.pods import (
     replacement_status,
     user_error,
 )
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import FakeKube, api_for, pod, pods_world
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import (
+    FakeKube,
+    SleepClock,
+    api_for,
+    pod,
+    pods_world,
+)
 
 
 # --------------------------------------------------------------------------- input
@@ -190,20 +196,6 @@ def test_replacement_status():
     assert running == [dict(claim='shop/data-db-0', pod='shop/db-0-old', node='node-b')]
 
 
-class Clock(object):
-    def __init__(self):
-        self.t = 0.0
-        self.hooks = []
-
-    def time(self):
-        return self.t
-
-    def sleep(self, seconds):
-        self.t += seconds
-        for hook in self.hooks:
-            hook(self.t)
-
-
 def test_poll_asks_only_for_running_pods_of_the_claims_namespaces():
     fake = FakeKube()
     fake.add('pods', pod('db-0', 'node-c', ['data-db-0']))
@@ -228,16 +220,16 @@ def test_many_namespaces_one_cluster_wide_list():
 
 def test_wait_until_running_then_timeout_names_the_waiting():
     fake = FakeKube()
-    clock = Clock()
+    clock = SleepClock()
     claims = [('shop', 'data-db-0'), ('shop', 'data-db-1')]
     fake.add('pods', pod('db-0', 'node-c', ['data-db-0'], phase='Pending'))
     clock.hooks.append(lambda t: t >= 3 and fake.add('pods', pod('db-0', 'node-c', ['data-db-0'])))
     clock.hooks.append(lambda t: t >= 5 and fake.add('pods', pod('db-1', 'node-a', ['data-db-1'])))
-    finder = ReplacementPods(api_for(fake), sleep=clock.sleep, clock=clock.time)
+    finder = ReplacementPods(api_for(fake), clock=clock)
     running, waiting, timed_out = finder.wait(claims, ['node-b'], wait_timeout=60, wait_sleep=1)
     assert not timed_out and waiting == [] and [r['claim'] for r in running] == ['shop/data-db-0', 'shop/data-db-1']
     assert finder.polls == 6 and clock.t == 5
-    finder = ReplacementPods(api_for(fake), sleep=clock.sleep, clock=clock.time)
+    finder = ReplacementPods(api_for(fake), clock=clock)
     running, waiting, timed_out = finder.wait(claims + [('shop', 'data-db-9')], ['node-b'], wait_timeout=4,
                                               wait_sleep=2)
     assert timed_out and waiting == ['shop/data-db-9'] and len(running) == 2 and finder.polls == 3

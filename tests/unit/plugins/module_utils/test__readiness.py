@@ -49,7 +49,8 @@ def verdicts(checks):
 
 def test_a_ready_cluster_passes_every_check():
     checks = ([version_check('v1.31.2')] + address_checks(NODES)
-              + csi_addons_checks(NODES, DRIVER, True, CLASSES, True, ADDONS) + [node_fences_check(NODES, fences_of(NODES))])
+              + csi_addons_checks(NODES, DRIVER, fences_served=True, classes=CLASSES, addons_served=True, addons_nodes=ADDONS)
+              + [node_fences_check(NODES, fences_of(NODES))])
     assert set(verdicts(checks).values()) == {'pass'}, checks
     assert overall(checks) == 'pass' and all(c['fix'] is None for c in checks)
 
@@ -70,12 +71,13 @@ def test_two_nodes_sharing_an_address_fail_and_an_addressless_node_warns():
 
 
 def test_no_csi_addons_only_warns_the_blocklist_still_works():
-    checks = csi_addons_checks(NODES, DRIVER, False, {}, False, [])
+    checks = csi_addons_checks(NODES, DRIVER, fences_served=False, classes={}, addons_served=False, addons_nodes=[])
     assert verdicts(checks) == {'csi-addons': 'warn'} and 'blocklist method does not need it' in checks[0]['detail']
 
 
 def test_missing_class_and_no_csiaddonsnode_for_the_driver():
-    checks = csi_addons_checks(NODES, DRIVER, True, {}, True, [addons('other', 'node-a', driver='cephfs.csi.ceph.com')])
+    checks = csi_addons_checks(NODES, DRIVER, fences_served=True, classes={}, addons_served=True,
+                               addons_nodes=[addons('other', 'node-a', driver='cephfs.csi.ceph.com')])
     assert verdicts(checks) == {'csi-addons': 'pass', 'networkfence-class': 'warn', 'csiaddonsnode': 'fail'}
     assert 'no connections for driver' in checks[2]['detail'] and 'csi_addons_sidecar' in checks[2]['fix']
 
@@ -84,7 +86,7 @@ def test_a_failed_controller_and_a_node_without_its_csiaddonsnode():
     sidecars = [addons('csi-rbdplugin-provisioner-5f6c-x', 'node-a', state='Failed'),
                 addons('csi-rbdplugin-node-a', 'node-a'), addons('csi-rbdplugin-node-b', 'node-b', state='Failed')]
     nodes = NODES + [node('node-down', '10.0.0.99', ready='Unknown')]  # a node that is not Ready is not expected
-    checks = csi_addons_checks(nodes, DRIVER, True, CLASSES, True, sidecars)
+    checks = csi_addons_checks(nodes, DRIVER, fences_served=True, classes=CLASSES, addons_served=True, addons_nodes=sidecars)
     assert verdicts(checks)['csiaddonsnode-controller'] == 'fail' and verdicts(checks)['csiaddonsnode'] == 'pass'
     nodes_check = checks[-1]
     assert nodes_check['verdict'] == 'warn'
@@ -146,6 +148,19 @@ def test_report_joins_the_sides_and_fails_from_the_chosen_verdict():
     assert report(k8s[:1], None)['checks'][-1]['check'] == 'ceph'
     down = report(k8s[:1], dict(failed=True, msg='timed out'))
     assert down['failed'] and [c['check'] for c in down['checks']] == ['kubernetes-version', 'ceph-connection']
+
+
+def test_a_step_that_failed_on_its_host_is_a_failed_check_and_no_side_it_kept_from_running_is_missing():
+    k8s = [version_check('v1.31.2')]
+    ceph_gone = dict(host='ceph-admin', step='Readiness | the Ceph side', reason='unreachable: Connection refused')
+    out = report(k8s, None, 'never', failed_step=ceph_gone)
+    assert [c['check'] for c in out['checks']] == ['kubernetes-version', 'failed-step']
+    failed = out['checks'][-1]
+    assert failed['verdict'] == 'fail' and 'Readiness | the Ceph side failed on ceph-admin' in failed['detail']
+    assert 'unreachable: Connection refused' in failed['detail'] and 'ceph-admin' in failed['fix']
+    assert out['verdict'] == 'fail' and not out['failed']  # fail_on=never: the playbook fails the run itself
+    k8s_gone = dict(host='k8s-api', step='Readiness | the Kubernetes side', reason='failed: no Python')
+    assert [c['check'] for c in report([], None, failed_step=k8s_gone)['checks']] == ['failed-step']
 
 
 def controller(name, args, driver=DRIVER):

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Example-based tests of the safety decision layer (plugins/module_utils/_decisions/safety.py, issue 11).
+"""Example-based tests of the safety decision layer (plugins/module_utils/_decisions/: cluster_view,
+preflight, fence, marks, release, recovery, locks, node_volumes).
 
-Each test names the situation of issue 11 (items 1-6) or the invariant (I1-I6 of docs/safety.md)
+Each test names the situation (items 1-6 of the safety model's first cases) or the invariant (I1-I6 of docs/safety.md)
 it proves. Kubernetes objects are plain dicts as the API returns them; watchers, locks, blocklist
 entries and fences as the collection's modules return them. The property-based counterpart is
 test__safety_properties.py."""
@@ -16,30 +17,36 @@ import json
 
 import pytest
 
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
-    CEPH_CSI_AUTO_FENCE_SECONDS,
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
+    ClusterView,
+    normalize_ip,
+    normalize_network,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import (
+    fence_cidrs,
+    fence_plan,
+    networkfence_plan,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.locks import lock_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.marks import (
     MARKER_ANNOTATION,
     STARTED_ANNOTATION,
-    ClusterView,
-    driver_fences,
-    entry_owner,
     failover_marker,
     failover_markers,
     failover_started_mark,
-    failover_preflight,
-    failover_volumes,
-    fence_cidrs,
-    fence_plan,
-    lock_plan,
-    networkfence_plan,
-    node_states,
-    normalize_ip,
-    normalize_network,
     read_marker,
+)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import failover_volumes
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import failover_preflight
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.recovery import (
+    CEPH_CSI_AUTO_FENCE_SECONDS,
+    driver_fences,
+    entry_owner,
+    node_states,
     recovery_plan,
     recovery_plans,
-    release_plan,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.release import release_plan
 
 NOW = datetime.datetime(2026, 3, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
@@ -238,16 +245,16 @@ def test_I1_failed_node_with_fresh_lease_is_refused_unless_force():
     nodes = [node('node-b', ['10.0.0.12'], ready='Unknown')]
     images = [image('rbd/a', '10.0.0.12:0/1')]
     fresh = [lease('node-b', 30)]
-    plan = fence_plan(images, 'node-b', nodes, fresh, lease_grace=120, now=NOW)
+    plan = fence_plan(images, 'node-b', nodes, leases=fresh, lease_grace=120, now=NOW)
     assert plan['fence'] == [] and 'Lease' in plan['refused']
-    assert fence_cidrs('node-b', nodes, fresh, lease_grace=120, now=NOW)['cidrs'] == []
-    assert fence_plan(images, 'node-b', nodes, fresh, lease_grace=120, force=True, now=NOW)['fence'] == ['10.0.0.12:0/1']
-    assert fence_cidrs('node-b', nodes, fresh, force=True, now=NOW)['cidrs'] == ['10.0.0.12/32']
+    assert fence_cidrs('node-b', nodes, leases=fresh, lease_grace=120, now=NOW)['cidrs'] == []
+    assert fence_plan(images, 'node-b', nodes, leases=fresh, lease_grace=120, force=True, now=NOW)['fence'] == ['10.0.0.12:0/1']
+    assert fence_cidrs('node-b', nodes, leases=fresh, force=True, now=NOW)['cidrs'] == ['10.0.0.12/32']
     stale = [lease('node-b', 600)]
-    assert fence_plan(images, 'node-b', nodes, stale, lease_grace=120, now=NOW)['fence'] == ['10.0.0.12:0/1']
+    assert fence_plan(images, 'node-b', nodes, leases=stale, lease_grace=120, now=NOW)['fence'] == ['10.0.0.12:0/1']
     # a Lease of the same name outside kube-node-lease is not the node's
     other_ns = [lease('node-b', 5, namespace='default')]
-    assert fence_plan(images, 'node-b', nodes, other_ns, now=NOW)['refused'] is None
+    assert fence_plan(images, 'node-b', nodes, leases=other_ns, now=NOW)['refused'] is None
 
 
 def test_I1_missing_failed_node_is_refused():
@@ -295,9 +302,9 @@ def test_failover_preflight_reports_readiness_shared_addresses_and_refusal():
     assert ready['shared_addresses'] == {'10.0.0.50': ['node-a', 'node-b']}
     assert ready['addresses'] == ['10.0.0.12', '10.0.0.50'] and ready['ready_nodes'] == ['node-a']
     down = [node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-7')]
-    fresh = failover_preflight('node-b', down, [lease('node-b', 10)], lease_grace=120, now=NOW)
+    fresh = failover_preflight('node-b', down, leases=[lease('node-b', 10)], lease_grace=120, now=NOW)
     assert 'Lease' in fresh['refused'] and 'force=true' in fresh['refused']
-    forced = failover_preflight('node-b', down, [lease('node-b', 10)], force=True, now=NOW)
+    forced = failover_preflight('node-b', down, leases=[lease('node-b', 10)], force=True, now=NOW)
     assert forced['refused'] is None and forced['boot_id'] == 'boot-7'
     missing = failover_preflight('node-x', down, now=NOW)
     assert missing['exists'] is False and 'not found' in missing['refused']
@@ -325,7 +332,7 @@ def test_item2_recovery_keeps_a_24_range_and_other_nodes_entries_inside_it():
     entries = [address_entry('10.0.0.12:0/3271234567'), address_entry('10.0.0.13:0/42'),
                address_entry('[::ffff:10.0.0.14]:0/43'), range_entry('10.0.0.0/24'), range_entry('10.0.0.12/32'),
                address_entry('10.9.9.9:0/1')]
-    plan = recovery_plan('node-b', nodes, entries, [], marker(), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=entries, fences=[], marker=marker(), leases=leases, now=NOW)
     assert plan['refused'] is None
     assert plan['remove_addresses'] == ['10.0.0.12:0/3271234567']
     assert plan['remove_cidrs'] == ['10.0.0.12/32']
@@ -337,20 +344,20 @@ def test_item2_recovery_keeps_a_24_range_and_other_nodes_entries_inside_it():
 
 def test_item2_ipv4_mapped_range_covering_other_nodes_is_kept():
     nodes, leases = recovered_cluster()
-    plan = recovery_plan('node-b', nodes, [range_entry('::ffff:10.0.0.0/120')], [], marker(), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=[range_entry('::ffff:10.0.0.0/120')], fences=[], marker=marker(), leases=leases, now=NOW)
     assert plan['remove_cidrs'] == [] and 'node-c' in plan['kept'][0]['reason']
 
 
 def test_item2_wide_range_covering_no_other_node_is_kept_as_it_may_fence_other_clients():
     nodes, leases = recovered_cluster()
-    plan = recovery_plan('node-b', nodes, [range_entry('203.0.113.0/24')], [], marker(), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=[range_entry('203.0.113.0/24')], fences=[], marker=marker(), leases=leases, now=NOW)
     assert plan['remove_cidrs'] == [] and 'no node lists' in plan['kept'][0]['reason']
 
 
 def test_item2_address_shared_with_a_dead_node_is_kept():
     nodes, leases = recovered_cluster()
     nodes[2] = node('node-c', ['10.0.0.13', '203.0.113.12'], ready='False')
-    plan = recovery_plan('node-b', nodes, [address_entry('203.0.113.12:0/9')], [], marker(), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=[address_entry('203.0.113.12:0/9')], fences=[], marker=marker(), leases=leases, now=NOW)
     assert plan['remove_addresses'] == [] and 'node-c' in plan['kept'][0]['reason']
 
 
@@ -358,7 +365,7 @@ def test_item2_entry_recorded_by_the_failover_is_removed_even_from_an_address_th
     nodes, leases = recovered_cluster()
     entries = [address_entry('10.244.3.9:0/77'), address_entry('10.244.3.9:0/78'), address_entry('10.244.3.9:0/0'),
                address_entry('10.244.3.10:0/1')]
-    plan = recovery_plan('node-b', nodes, entries, [], marker(blocklist=['[::ffff:10.244.3.9]:0/77']), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=entries, fences=[], marker=marker(blocklist=['[::ffff:10.244.3.9]:0/77']), leases=leases, now=NOW)
     assert plan['remove_addresses'] == ['10.244.3.9:0/77']
     # an entry blocking every client of that IP was not the failover's: kept, and said why
     assert [k['entry'] for k in plan['kept']] == ['10.244.3.9:0/0'] and 'not recorded' in plan['kept'][0]['reason']
@@ -372,7 +379,7 @@ def test_item2_networkfence_covering_several_nodes_is_kept_even_when_the_failove
               fence('fence-mapped', '::ffff:10.0.0.12/128', '::ffff:10.0.0.14/128'),
               fence('fence-node-c', '10.0.0.13/32'),
               fence('fence-old', '10.0.0.12/32', state='Unfenced')]
-    plan = recovery_plan('node-b', nodes, [], fences, marker(networkfences=['fence-subnet', 'fence-b-and-c']), leases,
+    plan = recovery_plan('node-b', nodes, entries=[], fences=fences, marker=marker(networkfences=['fence-subnet', 'fence-b-and-c']), leases=leases,
                          now=NOW)
     assert plan['unfence'] == ['fence-node-b']
     kept = dict((k['networkfence'], k['reason']) for k in plan['kept'])
@@ -384,7 +391,7 @@ def test_item2_networkfence_covering_several_nodes_is_kept_even_when_the_failove
 def test_item2_networkfence_of_the_failover_is_unfenced_and_a_foreign_wide_one_kept():
     nodes, leases = recovered_cluster()
     fences = [fence('fence-wide', '203.0.113.0/24'), fence('fence-made', '203.0.112.0/23')]
-    plan = recovery_plan('node-b', nodes, [], fences, marker(networkfences=['fence-made']), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=[], fences=fences, marker=marker(networkfences=['fence-made']), leases=leases, now=NOW)
     assert plan['unfence'] == ['fence-made']
     assert [k['networkfence'] for k in plan['kept']] == ['fence-wide']
 
@@ -404,9 +411,9 @@ def i3_inputs():
 def test_I3_unchanged_boot_id_is_refused_unless_force():
     nodes, leases = recovered_cluster(boot_id='boot-1')
     entries, fences = i3_inputs()
-    plan = recovery_plan('node-b', nodes, entries, fences, marker(boot_id='boot-1'), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=marker(boot_id='boot-1'), leases=leases, now=NOW)
     assert all_lifts(plan) == [] and 'has not rebooted' in plan['refused']
-    forced = recovery_plan('node-b', nodes, entries, fences, marker(boot_id='boot-1'), leases, force=True, now=NOW)
+    forced = recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=marker(boot_id='boot-1'), leases=leases, force=True, now=NOW)
     assert forced['refused'] is None and 'has not rebooted' in forced['evidence']['forced_past']
     assert all_lifts(forced) == ['10.0.0.12:0/3271234567', '10.0.0.12/32', 'fence-node-b']
 
@@ -415,16 +422,16 @@ def test_I3_unchanged_boot_id_is_refused_unless_force():
 def test_I3_no_marker_or_no_recorded_boot_id_is_refused_unless_force(record):
     nodes, leases = recovered_cluster()
     entries, fences = i3_inputs()
-    plan = recovery_plan('node-b', nodes, entries, fences, record, leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=record, leases=leases, now=NOW)
     assert all_lifts(plan) == [] and 'cannot prove it restarted' in plan['refused']
-    forced = recovery_plan('node-b', nodes, entries, fences, record, leases, force=True, now=NOW)
+    forced = recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=record, leases=leases, force=True, now=NOW)
     assert forced['refused'] is None and forced['remove_addresses'] == ['10.0.0.12:0/3271234567']
 
 
 def test_I3_changed_boot_id_with_ready_node_and_fresh_lease_is_accepted():
     nodes, leases = recovered_cluster(boot_id='boot-2')
     entries, fences = i3_inputs()
-    plan = recovery_plan('node-b', nodes, entries, fences, marker(boot_id='boot-1'), leases, now=NOW)
+    plan = recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=marker(boot_id='boot-1'), leases=leases, now=NOW)
     assert plan['refused'] is None
     assert plan['evidence']['boot_id'] == 'boot-2' and plan['evidence']['fenced_boot_id'] == 'boot-1'
     assert all_lifts(plan) == ['10.0.0.12:0/3271234567', '10.0.0.12/32', 'fence-node-b']
@@ -433,20 +440,20 @@ def test_I3_changed_boot_id_with_ready_node_and_fresh_lease_is_accepted():
 def test_I3_node_without_boot_id_not_ready_or_stale_lease_is_refused():
     entries, fences = i3_inputs()
     nodes, leases = recovered_cluster(boot_id='')
-    assert 'reports no bootID' in recovery_plan('node-b', nodes, entries, fences, marker(), leases, now=NOW)['refused']
+    assert 'reports no bootID' in recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=marker(), leases=leases, now=NOW)['refused']
     nodes, leases = recovered_cluster()
     nodes[1]['status']['conditions'][1]['status'] = 'False'
-    assert 'not Ready' in recovery_plan('node-b', nodes, entries, fences, marker(), leases, now=NOW)['refused']
+    assert 'not Ready' in recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=marker(), leases=leases, now=NOW)['refused']
     nodes = recovered_cluster()[0]
     for stale in ([], [lease('node-b', 3600)]):
-        plan = recovery_plan('node-b', nodes, entries, fences, marker(), stale, lease_fresh=60, now=NOW)
+        plan = recovery_plan('node-b', nodes, entries=entries, fences=fences, marker=marker(), leases=stale, lease_fresh=60, now=NOW)
         assert all_lifts(plan) == [] and 'Lease' in plan['refused']
-    assert 'does not exist' in recovery_plan('node-x', nodes, entries, fences, marker(), now=NOW)['refused']
+    assert 'does not exist' in recovery_plan('node-x', nodes, entries=entries, fences=fences, marker=marker(), now=NOW)['refused']
 
 
 def test_I3_marker_round_trips_through_the_node_annotation_and_the_report():
     failed = node('node-b', ['10.0.0.12'], ready='False', boot_id='boot-1')
-    text = failover_marker(failed, ['10.0.0.12:0/2', '10.0.0.12:0/1', '10.0.0.12:0/1'], ['fence-node-b'],
+    text = failover_marker(failed, blocklisted=['10.0.0.12:0/2', '10.0.0.12:0/1', '10.0.0.12:0/1'], networkfences=['fence-node-b'],
                            fenced_at='2026-03-04T10:00:00Z')
     annotated = node('node-b', ['10.0.0.12'], boot_id='boot-2', annotations={MARKER_ANNOTATION: text})
     record = read_marker(annotated)
@@ -462,7 +469,7 @@ def test_I3_marker_round_trips_through_the_node_annotation_and_the_report():
     # the annotation beats the report
     assert read_marker(annotated, dict(marker=dict(boot_id='other')))['boot_id'] == 'boot-1'
     leases = recovered_cluster()[1]
-    plan = recovery_plan('node-b', [annotated], [address_entry('10.0.0.12:0/1')], [], record, leases, now=NOW)
+    plan = recovery_plan('node-b', [annotated], entries=[address_entry('10.0.0.12:0/1')], fences=[], marker=record, leases=leases, now=NOW)
     assert plan['refused'] is None and plan['remove_addresses'] == ['10.0.0.12:0/1']
 
 
@@ -479,17 +486,17 @@ def test_I3_a_lone_start_reads_as_a_record_of_its_boot_with_nothing_recorded_fen
     # rebooted since: its own address is lifted (I2), an entry at a pod address no record names is kept
     leases = recovered_cluster()[1]
     entries = [address_entry('10.0.0.12:0/1'), address_entry('10.244.3.9:0/77')]
-    plan = recovery_plan('node-b', [back], entries, [], read_marker(back), leases, now=NOW)
+    plan = recovery_plan('node-b', [back], entries=entries, fences=[], marker=read_marker(back), leases=leases, now=NOW)
     assert plan['refused'] is None and plan['remove_addresses'] == ['10.0.0.12:0/1']
     assert plan['kept'] == []  # 10.244.3.9 is neither its address nor recorded: not the node's to decide
     # the same boot as at the start: nothing is lifted (I3)
     same = node('node-b', ['10.0.0.12'], boot_id='boot-1', annotations={STARTED_ANNOTATION: started('boot-1')})
-    plan = recovery_plan('node-b', [same], entries, [], read_marker(same), leases, now=NOW)
+    plan = recovery_plan('node-b', [same], entries=entries, fences=[], marker=read_marker(same), leases=leases, now=NOW)
     assert 'has not rebooted' in plan['refused'] and all_lifts(plan) == []
 
 
 def test_I3_with_a_record_and_a_start_of_the_same_boot_the_record_wins():
-    record = failover_marker(node('node-b', ['10.0.0.12'], ready='False'), ['10.0.0.12:0/1'], ['fence-node-b'],
+    record = failover_marker(node('node-b', ['10.0.0.12'], ready='False'), blocklisted=['10.0.0.12:0/1'], networkfences=['fence-node-b'],
                              fenced_at='2026-03-04T10:00:00Z')
     both = node('node-b', ['10.0.0.12'], boot_id='boot-2',
                 annotations={MARKER_ANNOTATION: record, STARTED_ANNOTATION: started('boot-1')})
@@ -502,7 +509,7 @@ def test_I3_a_start_of_a_later_boot_beside_a_record_holds_that_boot():
     began on boot-2 and was cut off after its fence: boot-2's clients may be fenced and still run. The
     record's bootID would let a node back on boot-2 lift them; the start's holds it (I3). A record
     replaces the start, so a start beside a record is always the newer."""
-    record = failover_marker(node('node-b', ['10.0.0.12'], ready='False'), ['10.244.3.9:0/77'], [],
+    record = failover_marker(node('node-b', ['10.0.0.12'], ready='False'), blocklisted=['10.244.3.9:0/77'], networkfences=[],
                              fenced_at='2026-03-04T10:00:00Z')
     annotations = {MARKER_ANNOTATION: record, STARTED_ANNOTATION: started('boot-2', '2026-03-04T11:00:00Z')}
     assert read_marker(node('node-b', ['10.0.0.12'], annotations=annotations)) == dict(
@@ -510,11 +517,11 @@ def test_I3_a_start_of_a_later_boot_beside_a_record_holds_that_boot():
     leases = recovered_cluster()[1]
     entries = [address_entry('10.0.0.12:0/5'), address_entry('10.244.3.9:0/77')]
     on_boot_2 = node('node-b', ['10.0.0.12'], boot_id='boot-2', annotations=annotations)
-    plan = recovery_plan('node-b', [on_boot_2], entries, [], read_marker(on_boot_2), leases, now=NOW)
+    plan = recovery_plan('node-b', [on_boot_2], entries=entries, fences=[], marker=read_marker(on_boot_2), leases=leases, now=NOW)
     assert 'has not rebooted' in plan['refused'] and all_lifts(plan) == []
     # rebooted past both: the node's own entry and what the earlier record lists are lifted (I2)
     on_boot_3 = node('node-b', ['10.0.0.12'], boot_id='boot-3', annotations=annotations)
-    plan = recovery_plan('node-b', [on_boot_3], entries, [], read_marker(on_boot_3), leases, now=NOW)
+    plan = recovery_plan('node-b', [on_boot_3], entries=entries, fences=[], marker=read_marker(on_boot_3), leases=leases, now=NOW)
     assert plan['refused'] is None and plan['remove_addresses'] == ['10.0.0.12:0/5', '10.244.3.9:0/77']
 
 
@@ -524,8 +531,8 @@ def test_I3_an_unreadable_start_or_one_without_a_boot_id_is_no_record(text):
     alone = node('node-b', ['10.0.0.12'], boot_id='boot-2', annotations={STARTED_ANNOTATION: text})
     assert read_marker(alone) is None
     # no proof of a restart: refused, nothing lifted
-    plan = recovery_plan('node-b', [alone], [address_entry('10.0.0.12:0/1')], [], read_marker(alone),
-                         recovered_cluster()[1], now=NOW)
+    plan = recovery_plan('node-b', [alone], entries=[address_entry('10.0.0.12:0/1')], fences=[], marker=read_marker(alone),
+                         leases=recovered_cluster()[1], now=NOW)
     assert 'cannot prove it restarted' in plan['refused'] and all_lifts(plan) == []
     # beside a record it changes nothing: the record is read as it is
     record = json.dumps(dict(boot_id='boot-1', fenced_at='T', blocklist=[], networkfences=[]), sort_keys=True)
@@ -567,22 +574,22 @@ def broken(plan):
 
 def test_item3_lock_of_a_down_node_with_a_stale_lease_is_broken():
     nodes, leases = lock_cluster()
-    plan = lock_plan([lock('rbd/img', '10.0.0.12:0/1')], 'node-p', nodes, leases, lease_grace=120, now=NOW)
+    plan = lock_plan([lock('rbd/img', '10.0.0.12:0/1')], 'node-p', nodes, leases=leases, lease_grace=120, now=NOW)
     assert broken(plan) == [('rbd/img', '10.0.0.12:0/1')] and plan['kept'] == []
 
 
 def test_item3_lock_held_by_a_ready_node_is_refused_without_force():
     nodes, leases = lock_cluster()
-    plan = lock_plan([lock('rbd/img', '[::ffff:10.0.0.11]:0/1')], 'node-p', nodes, leases, now=NOW)
+    plan = lock_plan([lock('rbd/img', '[::ffff:10.0.0.11]:0/1')], 'node-p', nodes, leases=leases, now=NOW)
     assert plan['break'] == [] and 'is Ready' in plan['kept'][0]['reason'] and plan['kept'][0]['invariant'] == 'I4'
-    forced = lock_plan([lock('rbd/img', '10.0.0.11:0/1')], 'node-p', nodes, leases, force=True, now=NOW)
+    forced = lock_plan([lock('rbd/img', '10.0.0.11:0/1')], 'node-p', nodes, leases=leases, force=True, now=NOW)
     assert broken(forced) == [('rbd/img', '10.0.0.11:0/1')] and 'is Ready' in forced['break'][0]['forced_past']
 
 
 def test_item3_lock_whose_ready_holder_lists_the_image_in_use_is_refused_even_with_force():
     nodes, leases = lock_cluster()
     for force in (False, True):
-        plan = lock_plan([lock('rbd/img-used', '10.0.0.11:0/1')], 'node-p', nodes, leases, force=force, now=NOW)
+        plan = lock_plan([lock('rbd/img-used', '10.0.0.11:0/1')], 'node-p', nodes, leases=leases, force=force, now=NOW)
         assert plan['break'] == [] and 'volumes in use' in plan['kept'][0]['reason']
 
 
@@ -597,15 +604,15 @@ def test_item3_lock_that_may_be_held_by_a_ready_node_using_the_image_is_refused_
     nodes[0]['status']['addresses'].append(dict(type='ExternalIP', address='10.0.0.50'))
     nodes[1]['status']['addresses'].append(dict(type='InternalIP', address='::ffff:10.0.0.50'))
     for force in (False, True):
-        plan = lock_plan([held], 'node-p', nodes, leases, force=force, now=NOW)
+        plan = lock_plan([held], 'node-p', nodes, leases=leases, force=force, now=NOW)
         assert plan['break'] == [] and 'volumes in use' in plan['kept'][0]['reason']
 
 
 def test_item3_lock_held_by_a_node_with_a_fresh_lease_is_refused_without_force():
     nodes, leases = lock_cluster()
-    plan = lock_plan([lock('rbd/img', '10.0.0.13:0/1')], 'node-p', nodes, leases, lease_grace=120, now=NOW)
+    plan = lock_plan([lock('rbd/img', '10.0.0.13:0/1')], 'node-p', nodes, leases=leases, lease_grace=120, now=NOW)
     assert plan['break'] == [] and 'Lease' in plan['kept'][0]['reason']
-    assert broken(lock_plan([lock('rbd/img', '10.0.0.13:0/1')], 'node-p', nodes, leases, force=True, now=NOW))
+    assert broken(lock_plan([lock('rbd/img', '10.0.0.13:0/1')], 'node-p', nodes, leases=leases, force=True, now=NOW))
 
 
 @pytest.mark.parametrize('held', [
@@ -616,25 +623,25 @@ def test_item3_lock_held_by_a_node_with_a_fresh_lease_is_refused_without_force()
 ])
 def test_item3_lock_not_tied_to_one_existing_node_is_refused_without_force(held):
     nodes, leases = lock_cluster()
-    plan = lock_plan([held], 'node-p', nodes, leases, now=NOW)
+    plan = lock_plan([held], 'node-p', nodes, leases=leases, now=NOW)
     assert plan['break'] == [] and plan['kept'][0]['reason']
-    assert len(lock_plan([held], 'node-p', nodes, leases, force=True, now=NOW)['break']) == 1
+    assert len(lock_plan([held], 'node-p', nodes, leases=leases, force=True, now=NOW)['break']) == 1
 
 
 def test_item3_lock_from_an_address_two_nodes_share_is_refused_without_force():
     nodes, leases = lock_cluster()
     nodes.append(node('node-e', [('ExternalIP', '10.0.0.12')], ready='False'))
-    plan = lock_plan([lock('rbd/img', '10.0.0.12:0/1')], 'node-p', nodes, leases, now=NOW)
+    plan = lock_plan([lock('rbd/img', '10.0.0.12:0/1')], 'node-p', nodes, leases=leases, now=NOW)
     assert plan['break'] == [] and 'share' in plan['kept'][0]['reason']
 
 
 def test_item3_in_tree_lock_id_ties_the_holder_when_the_address_is_unlisted():
     nodes, leases = lock_cluster()
-    plan = lock_plan([lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-b')], 'node-p', nodes, leases,
+    plan = lock_plan([lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-b')], 'node-p', nodes, leases=leases,
                      now=NOW)
     assert len(plan['break']) == 1
     ready = lock_plan([lock('rbd/img', '10.244.5.5:0/1', lock_id='kubelet_lock_magic_node-a')], 'node-p', nodes,
-                      leases, now=NOW)
+                      leases=leases, now=NOW)
     assert ready['break'] == [] and 'is Ready' in ready['kept'][0]['reason']
 
 
@@ -649,7 +656,7 @@ def test_item3_in_tree_lock_id_ties_the_holder_when_the_address_is_unlisted():
 def test_item3_lock_of_the_stuck_pods_own_node_is_never_broken(held):
     nodes, leases = lock_cluster()
     for force in (False, True):
-        plan = lock_plan([held], 'node-p', nodes, leases, force=force, now=NOW)
+        plan = lock_plan([held], 'node-p', nodes, leases=leases, force=force, now=NOW)
         assert plan['break'] == [] and 'own node node-p' in plan['kept'][0]['reason']
 
 
@@ -838,7 +845,7 @@ def test_item6_failover_volumes_feed_release_plan_from_api_objects():
     vas = [dict(metadata=dict(name='va-1'), spec=dict(nodeName='node-b', source=dict(persistentVolumeName='pv-1'))),
            dict(metadata=dict(name='va-2'), spec=dict(nodeName='node-b', source=dict(persistentVolumeName='pv-2'))),
            dict(metadata=dict(name='va-3'), spec=dict(nodeName='node-a', source=dict(persistentVolumeName='pv-3')))]
-    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
+    volumes = failover_volumes('node-b', pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
     assert [(v['pv'], v['image'], v['attachments'], v['claims']) for v in volumes] == [
         ('pv-1', 'rbd/img-1', ['va-1'], ['ns/claim-1']), ('pv-2', None, ['va-2'], ['ns/claim-2'])]
     plan = i6_release(volumes, pods[:2], images=[image('rbd/img-1', '10.0.0.12:0/1')])
@@ -886,7 +893,7 @@ def test_I6_a_watcher_of_another_single_node_does_not_hold_back_the_release():
     assert [p['name'] for p in plan['delete_pods']] == ['p1']
 
 
-# --------------------------------------------------------------------------- a rack lost at once (issue 13, failed_nodes)
+# --------------------------------------------------------------------------- a rack lost at once (failed_nodes)
 # One failover across several failed nodes keeps every invariant it keeps for one.
 
 RACK = ['node-b', 'node-c']
@@ -903,7 +910,7 @@ def test_one_plan_fences_every_failed_nodes_clients_and_records_each_for_its_own
     images = [image('rbd/b1', '10.0.0.12:0/1'), image('rbd/c1', '10.0.0.13:0/2'),
               image('rbd/shared', '10.0.0.12:0/3', '10.0.0.14:0/4'),
               image('rbd/pod-net', '10.244.3.7:0/5', recorded=[('node-c', '10.244.3.7')])]
-    plan = fence_plan(images, RACK, nodes, leases, lease_grace=120, now=NOW)
+    plan = fence_plan(images, RACK, nodes, leases=leases, lease_grace=120, now=NOW)
     assert plan['refused'] is None
     assert sorted(plan['fence']) == ['10.0.0.12:0/1', '10.0.0.12:0/3', '10.0.0.13:0/2', '10.244.3.7:0/5']
     assert plan['by_node'] == {'node-b': ['10.0.0.12:0/1', '10.0.0.12:0/3'],
@@ -911,28 +918,28 @@ def test_one_plan_fences_every_failed_nodes_clients_and_records_each_for_its_own
     assert [(k['address'], k.get('other_node')) for k in plan['kept']] == [('10.0.0.14:0/4', 'node-d')]
     assert 'Ready node node-d' in plan['kept'][0]['reason']
     # the same plan whatever the order the nodes are named in
-    assert fence_plan(images, list(reversed(RACK)), nodes, leases, now=NOW) == plan
+    assert fence_plan(images, list(reversed(RACK)), nodes, leases=leases, now=NOW) == plan
 
 
 def test_one_live_node_in_the_list_refuses_the_whole_run():
     nodes, leases = cluster(c_ready='True')
-    plan = fence_plan([image('rbd/b1', '10.0.0.12:0/1')], RACK, nodes, leases, now=NOW)
+    plan = fence_plan([image('rbd/b1', '10.0.0.12:0/1')], RACK, nodes, leases=leases, now=NOW)
     assert plan['fence'] == [] and 'node node-c is Ready' in plan['refused']
-    pre = failover_preflight(RACK, nodes, leases, now=NOW)
+    pre = failover_preflight(RACK, nodes, leases=leases, now=NOW)
     assert pre['refused'] == 'refusing to fence node-c: it is Ready. Fencing a live node cuts its storage.'
-    assert fence_cidrs(RACK, nodes, leases, now=NOW)['cidrs'] == []
-    missing = failover_preflight(['node-b', 'node-z'], nodes, leases, now=NOW)
+    assert fence_cidrs(RACK, nodes, leases=leases, now=NOW)['cidrs'] == []
+    missing = failover_preflight(['node-b', 'node-z'], nodes, leases=leases, now=NOW)
     assert missing['refused'].startswith('node node-z not found (nodes: node-a, node-b, node-c, node-d)')
 
 
 def test_preflight_describes_each_failed_node():
     nodes, leases = cluster()
-    pre = failover_preflight(RACK, nodes, leases, now=NOW)
+    pre = failover_preflight(RACK, nodes, leases=leases, now=NOW)
     assert pre['refused'] is None and pre['failed_nodes'] == RACK
     assert pre['lines'] == ['node node-b: Ready=False, Lease age 600 s', 'node node-c: Ready=False, Lease age 600 s']
     assert pre['ready_nodes'] == ['node-a', 'node-d'] and pre['addresses'] == ['10.0.0.12', '10.0.0.13']
     assert pre['ready'] is None  # only meaningful for one node
-    assert failover_preflight('node-b', nodes, leases, now=NOW)['ready'] == 'False'
+    assert failover_preflight('node-b', nodes, leases=leases, now=NOW)['ready'] == 'False'
 
 
 def test_an_unknown_watcher_cannot_be_tied_to_one_of_several_failed_nodes():
@@ -940,12 +947,12 @@ def test_an_unknown_watcher_cannot_be_tied_to_one_of_several_failed_nodes():
     could not know which node's return lifts it (I3), so it is kept."""
     nodes, leases = cluster()
     images = [image('rbd/x', '10.244.9.9:0/1')]
-    assert fence_plan(images, ['node-b'], nodes, leases, fence_unknown=True, now=NOW)['by_node'] == {
+    assert fence_plan(images, ['node-b'], nodes, leases=leases, fence_unknown=True, now=NOW)['by_node'] == {
         'node-b': ['10.244.9.9:0/1']}
-    plan = fence_plan(images, RACK, nodes, leases, fence_unknown=True, now=NOW)
+    plan = fence_plan(images, RACK, nodes, leases=leases, fence_unknown=True, now=NOW)
     assert plan['fence'] == [] and 'cannot be tied to one' in plan['kept'][0]['reason']
     both = [image('rbd/y', '10.244.9.8:0/1', recorded=[('node-b', '10.244.9.8'), ('node-c', '10.244.9.8')])]
-    assert fence_plan(both, RACK, nodes, leases, now=NOW)['fence'] == []
+    assert fence_plan(both, RACK, nodes, leases=leases, now=NOW)['fence'] == []
 
 
 def test_volumes_and_release_cover_every_failed_node_and_no_other():
@@ -960,11 +967,11 @@ def test_volumes_and_release_cover_every_failed_node_and_no_other():
         for c in ('cb', 'cc', 'cd')]
     vas = [dict(metadata=dict(name='va-' + c), spec=dict(nodeName=n, source=dict(persistentVolumeName='pv-' + c)))
            for c, n in (('cb', 'node-b'), ('cc', 'node-c'), ('cd', 'node-d'))]
-    volumes = failover_volumes(RACK, pods, pvcs, pvs, vas)
+    volumes = failover_volumes(RACK, pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
     assert [(v['pv'], v['nodes']) for v in volumes] == [('pv-cb', ['node-b']), ('pv-cc', ['node-c'])]
     nodes, leases = cluster()
     images = [image('rbd/cb', '10.0.0.12:0/1'), image('rbd/cc', '10.0.0.13:0/2')]
-    plan = fence_plan(images, RACK, nodes, leases, now=NOW)
+    plan = fence_plan(images, RACK, nodes, leases=leases, now=NOW)
     release = release_plan(RACK, volumes, pods, images=images, fence=plan, watchers_after=[])
     assert [(p['name'], p['node'], p['uid']) for p in release['delete_pods']] == [
         ('pb', 'node-b', 'uid-pb'), ('pc', 'node-c', 'uid-pc')]
@@ -978,14 +985,14 @@ def test_volumes_and_release_cover_every_failed_node_and_no_other():
 
 def test_each_node_gets_its_own_networkfence_and_marker_and_recovers_alone():
     nodes, leases = cluster()
-    cidrs = fence_cidrs(RACK, nodes, leases, now=NOW)
+    cidrs = fence_cidrs(RACK, nodes, leases=leases, now=NOW)
     assert cidrs['by_node'] == {'node-b': ['10.0.0.12/32'], 'node-c': ['10.0.0.13/32']}
-    fences = networkfence_plan(RACK, {'node-c': [dict(name='pre-c', cidrs=['10.0.0.13/32'])]}, cidrs['by_node'])
+    fences = networkfence_plan(RACK, existing={'node-c': [dict(name='pre-c', cidrs=['10.0.0.13/32'])]}, cidrs_by_node=cidrs['by_node'])
     assert fences == [dict(node='node-b', name='volfence-node-b', cidrs=['10.0.0.12/32'], create=True),
                       dict(node='node-c', name='pre-c', cidrs=['10.0.0.13/32'], create=False)]
-    plan = fence_plan([image('rbd/b1', '10.0.0.12:0/1'), image('rbd/c1', '10.0.0.13:0/2')], RACK, nodes, leases,
+    plan = fence_plan([image('rbd/b1', '10.0.0.12:0/1'), image('rbd/c1', '10.0.0.13:0/2')], RACK, nodes, leases=leases,
                       now=NOW)
-    markers = failover_markers(nodes, RACK, plan['by_node'], fences, 'T')
+    markers = failover_markers(nodes, RACK, blocklisted_by_node=plan['by_node'], networkfences=fences, fenced_at='T')
     assert json.loads(markers['node-b']) == dict(boot_id='boot-b', fenced_at='T', blocklist=['10.0.0.12:0/1'],
                                                  networkfences=['volfence-node-b'])
     assert json.loads(markers['node-c'])['blocklist'] == ['10.0.0.13:0/2']
@@ -997,7 +1004,7 @@ def test_each_node_gets_its_own_networkfence_and_marker_and_recovers_alone():
     entries = [dict(kind='address', entry=a, address=a, ip=a.split(':', maxsplit=1)[0], cidr=None)
                for a in ('10.0.0.12:0/1', '10.0.0.13:0/2')]
     live = [n for n in nodes if n['metadata']['name'] != 'node-b'] + [back]
-    lifted = recovery_plan('node-b', live, entries, [], read_marker(back, report), [lease('node-b', 1)], now=NOW)
+    lifted = recovery_plan('node-b', live, entries=entries, fences=[], marker=read_marker(back, report), leases=[lease('node-b', 1)], now=NOW)
     assert lifted['refused'] is None
     assert lifted['remove_addresses'] == ['10.0.0.12:0/1']
     assert [k['entry'] for k in lifted['kept'] if 'entry' in k] in ([], ['10.0.0.13:0/2'])
@@ -1005,14 +1012,14 @@ def test_each_node_gets_its_own_networkfence_and_marker_and_recovers_alone():
 
 def test_no_marker_when_nothing_is_fenced_for_any_node():
     nodes, _leases = cluster()
-    assert failover_markers(nodes, RACK, {'node-b': [], 'node-c': []}, [], 'T') == {}
-    assert failover_markers(nodes, RACK, None, None, 'T') == {}
+    assert failover_markers(nodes, RACK, blocklisted_by_node={'node-b': [], 'node-c': []}, networkfences=[], fenced_at='T') == {}
+    assert failover_markers(nodes, RACK, blocklisted_by_node=None, networkfences=None, fenced_at='T') == {}
     # one node's fence is enough for every failed node to be recorded, as before
-    markers = failover_markers(nodes, RACK, {'node-b': ['10.0.0.12:0/1'], 'node-c': []}, [], 'T')
+    markers = failover_markers(nodes, RACK, blocklisted_by_node={'node-b': ['10.0.0.12:0/1'], 'node-c': []}, networkfences=[], fenced_at='T')
     assert sorted(markers) == ['node-b', 'node-c']
     assert json.loads(markers['node-c'])['blocklist'] == []
     fences = [dict(node='node-c', name='pre-c', cidrs=['10.0.0.13/32'], create=False)]
-    assert json.loads(failover_markers(nodes, RACK, {}, fences, 'T')['node-c'])['networkfences'] == ['pre-c']
+    assert json.loads(failover_markers(nodes, RACK, blocklisted_by_node={}, networkfences=fences, fenced_at='T')['node-c'])['networkfences'] == ['pre-c']
 
 
 def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():
@@ -1024,7 +1031,7 @@ def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():
                for a in ('10.0.0.12:0/1', '10.0.0.13:0/2', '10.0.0.11:0/9')] + [range_entry('10.0.0.0/24')]
     markers = {'node-b': dict(boot_id='boot-b', blocklist=['10.0.0.12:0/1'], networkfences=[]),
                'node-c': dict(boot_id='boot-c', blocklist=['10.0.0.13:0/2'], networkfences=[])}
-    plan = recovery_plans(RACK, nodes, entries, [], markers, leases, now=NOW)
+    plan = recovery_plans(RACK, nodes, entries=entries, fences=[], markers=markers, leases=leases, now=NOW)
     assert plan['refused'] is None and sorted(plan['evidence']) == RACK
     assert plan['remove_addresses'] == ['10.0.0.12:0/1', '10.0.0.13:0/2']
     assert plan['remove_cidrs'] == []
@@ -1034,7 +1041,7 @@ def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():
     # half the rack back: node-c still on the boot it was fenced on is held, its entry kept and said why (I3);
     # node-b, proven restarted, is recovered
     same = dict(markers, **{'node-c': dict(markers['node-c'], boot_id='boot-c2')})
-    half = recovery_plans(RACK, nodes, entries, [], same, leases, now=NOW)
+    half = recovery_plans(RACK, nodes, entries=entries, fences=[], markers=same, leases=leases, now=NOW)
     assert half['refused'] is None and half['recovered'] == ['node-b'] and list(half['held']) == ['node-c']
     assert half['remove_addresses'] == ['10.0.0.12:0/1']
     [held] = [k for k in half['kept'] if k.get('entry') == '10.0.0.13:0/2']
@@ -1042,12 +1049,12 @@ def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():
     assert held['reason'].startswith('node node-c is not proven restarted: ') and half['held']['node-c'] in held['reason']
     # no node back: the run is refused, nothing is lifted, each node's entries kept with the reason
     both = dict(same, **{'node-b': dict(markers['node-b'], boot_id='boot-b2')})
-    refused = recovery_plans(RACK, nodes, entries, [], both, leases, now=NOW)
+    refused = recovery_plans(RACK, nodes, entries=entries, fences=[], markers=both, leases=leases, now=NOW)
     assert refused['refused'].startswith('node-b: ') and 'node-c: ' in refused['refused']
     assert refused['remove_addresses'] == [] and refused['recovered'] == [] and sorted(refused['held']) == RACK
     # one node: recovery_plan's answer, with recovered and held
-    one = recovery_plans(['node-b'], nodes, entries, [], markers, leases, now=NOW)
-    assert one == dict(recovery_plan('node-b', nodes, entries, [], markers['node-b'], leases, now=NOW),
+    one = recovery_plans(['node-b'], nodes, entries=entries, fences=[], markers=markers, leases=leases, now=NOW)
+    assert one == dict(recovery_plan('node-b', nodes, entries=entries, fences=[], marker=markers['node-b'], leases=leases, now=NOW),
                        recovered=['node-b'], held={}, held_reason=None)
     assert half['held_reason'] == 'node-c: ' + half['held']['node-c']
 
@@ -1154,20 +1161,21 @@ def test_driver_fences_are_those_at_each_failed_nodes_own_addresses():
 
 def test_a_node_only_the_driver_fenced_is_recorded_with_its_boot_so_recovery_can_lift_it():
     nodes, _leases = cluster()
-    markers = failover_markers(nodes, ['node-b'], {}, [], 'T', {'node-b': ['cidr:10.0.0.12:0/32']})
+    markers = failover_markers(nodes, ['node-b'], blocklisted_by_node={}, networkfences=[], fenced_at='T',
+                               driver_fences_by_node={'node-b': ['cidr:10.0.0.12:0/32']})
     record = json.loads(markers['node-b'])
     assert record['boot_id'] == 'boot-b' and record['blocklist'] == [] and record['driver_fences'] == ['cidr:10.0.0.12:0/32']
     # node-b back on a new boot: the driver's entry is lifted, and said to be ceph-csi's; the failover's, the failover's
     back = [node('node-b', ['10.0.0.12'], boot_id='boot-b2')]
     entries = [aged(range_entry('10.0.0.12/32'), ONE_HOUR), address_entry('10.0.0.12:0/9')]
     marker = dict(record, blocklist=['10.0.0.12:0/9'])
-    plan = recovery_plan('node-b', back, entries, [], marker, [lease('node-b', 1)], now=NOW)
+    plan = recovery_plan('node-b', back, entries=entries, fences=[], marker=marker, leases=[lease('node-b', 1)], now=NOW)
     assert plan['refused'] is None and plan['remove_cidrs'] == ['10.0.0.12/32']
     assert plan['lifted'] == [dict(entry='cidr:10.0.0.12:0/32', node='node-b', added_by='ceph-csi'),
                               dict(entry='10.0.0.12:0/9', node='node-b', added_by='failover')]
     # still on the boot it was fenced on: nothing lifted (I3)
-    same = recovery_plan('node-b', [node('node-b', ['10.0.0.12'], boot_id='boot-b')], entries, [], marker,
-                         [lease('node-b', 1)], now=NOW)
+    same = recovery_plan('node-b', [node('node-b', ['10.0.0.12'], boot_id='boot-b')], entries=entries, fences=[], marker=marker,
+                         leases=[lease('node-b', 1)], now=NOW)
     assert same['refused'] and same['lifted'] == [] and same['remove_cidrs'] == []
     # without any record, the driver's entry is not enough to prove a reboot
-    assert recovery_plan('node-b', back, entries, [], None, [lease('node-b', 1)], now=NOW)['lifted'] == []
+    assert recovery_plan('node-b', back, entries=entries, fences=[], marker=None, leases=[lease('node-b', 1)], now=NOW)['lifted'] == []

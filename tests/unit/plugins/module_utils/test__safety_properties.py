@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Property-based tests of the safety decision layer (plugins/module_utils/_decisions/safety.py, issue 11).
+"""Property-based tests of the safety decision layer (plugins/module_utils/_decisions/, docs/safety.md).
 
 Hypothesis generates small cluster states: nodes listing shared, IPv6, IPv4-mapped (written
 ::ffff:a.b.c.d, 0:0:0:0:0:ffff:xxxx:xxxx or a.b.c.d depending on the place) or no addresses, of any
@@ -27,16 +27,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
-    INLINE_VOLUME_KINDS,
-    failover_volumes,
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import (
     fence_cidrs,
     fence_plan,
     watchers_to_settle,
-    lock_plan,
-    recovery_plan,
-    release_plan,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.locks import lock_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import failover_volumes
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.recovery import recovery_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.release import release_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volume_sources import INLINE_VOLUME_KINDS
 
 EXAMPLES = 10000
 PROPERTY = settings(max_examples=examples(EXAMPLES), deadline=None, derandomize=True, database=None, print_blob=False,
@@ -318,7 +318,7 @@ def check_I1_fence_cidrs(cluster, failed, force, result):
 @given(case=generated(build_failover))
 def test_I1_never_fences_a_ready_or_shared_or_daemon_address(case):
     cluster, images, daemons, failed, fence_unknown, force = case
-    plan = fence_plan(images, failed, cluster.nodes, cluster.leases, lease_grace=LEASE_GRACE,
+    plan = fence_plan(images, failed, cluster.nodes, leases=cluster.leases, lease_grace=LEASE_GRACE,
                       daemon_addresses=[text for text, _host in daemons], fence_unknown=fence_unknown, force=force,
                       now=NOW)
     check_I1_fence_plan(cluster, failed, images, daemons, fence_unknown, force, plan)
@@ -330,7 +330,7 @@ def test_I1_never_fences_a_ready_or_shared_or_daemon_address(case):
         assert (image, address) in set((k['image'], k['address']) for k in plan['kept'])
         assert host is not None and not owners(cluster, host) and host not in daemon_hosts, address
         assert provably_down(cluster, failed, force), 'waits on %s for a live node %s' % (address, failed)
-    result = fence_cidrs(failed, cluster.nodes, cluster.leases, lease_grace=LEASE_GRACE, force=force, now=NOW)
+    result = fence_cidrs(failed, cluster.nodes, leases=cluster.leases, lease_grace=LEASE_GRACE, force=force, now=NOW)
     check_I1_fence_cidrs(cluster, failed, force, result)
 
 
@@ -342,10 +342,10 @@ def test_I1_fence_plan_does_not_depend_on_the_order_of_nodes(case):
     nodes = [n for _rank, n in sorted(zip(node_order, cluster.nodes), key=lambda pair: pair[0])]
     leases = [n for _rank, n in sorted(zip(lease_order, cluster.leases), key=lambda pair: pair[0])]
     assert sorted(n['metadata']['name'] for n in nodes) == sorted(n['metadata']['name'] for n in cluster.nodes)
-    assert fence_plan(images, failed, nodes, leases, force=force, now=NOW) == \
-        fence_plan(images, failed, cluster.nodes, cluster.leases, force=force, now=NOW)
-    assert fence_cidrs(failed, nodes, leases, force=force, now=NOW) == \
-        fence_cidrs(failed, cluster.nodes, cluster.leases, force=force, now=NOW)
+    assert fence_plan(images, failed, nodes, leases=leases, force=force, now=NOW) == \
+        fence_plan(images, failed, cluster.nodes, leases=cluster.leases, force=force, now=NOW)
+    assert fence_cidrs(failed, nodes, leases=leases, force=force, now=NOW) == \
+        fence_cidrs(failed, cluster.nodes, leases=cluster.leases, force=force, now=NOW)
 
 
 # --------------------------------------------------------------------------- I2, I3: recovery_plan
@@ -405,7 +405,7 @@ RECOVERIES = generated(build_recovery)
 
 
 def plan_recovery(cluster, node, entries, fences, marker, force):
-    return recovery_plan(node, cluster.nodes, entries, fences, marker, cluster.leases, lease_fresh=LEASE_FRESH,
+    return recovery_plan(node, cluster.nodes, entries=entries, fences=fences, marker=marker, leases=cluster.leases, lease_fresh=LEASE_FRESH,
                          force=force, now=NOW)
 
 
@@ -484,7 +484,7 @@ def test_I4_never_breaks_a_live_or_untied_or_own_lock(case):
     locks = [dict(image=image, id=lock_id, locker='client.%d' % n, address=address,
                   unique_names=[VIU_CSI] if csi else [])
              for n, (image, lock_id, address, csi) in enumerate(picked)]
-    plan = lock_plan(locks, pod_node, cluster.nodes, cluster.leases, lease_grace=LEASE_GRACE, force=force, now=NOW)
+    plan = lock_plan(locks, pod_node, cluster.nodes, leases=cluster.leases, lease_grace=LEASE_GRACE, force=force, now=NOW)
     assert len(plan['break']) + len(plan['kept']) == len(locks)
     for lock in plan['break']:
         named = set([lock['id'][len('kubelet_lock_magic_'):]]) if lock['id'].startswith('kubelet_lock_magic_') else set()
@@ -771,7 +771,7 @@ def test_I6_every_volume_of_the_failed_node_is_listed_once_and_none_of_another_n
     exist, a claim bound to nothing, an inline volume, an attachment of an inline spec) and never
     lists one of another node; a volume is RBD exactly when its source names an RBD image."""
     pods, pvcs, pvs, vas, truth = case
-    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
+    volumes = failover_volumes('node-b', pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
     own_vas = [v.get('name') or v['metadata']['name'] for v in vas
                if (v.get('spec') or {}).get('nodeName', v.get('node')) == 'node-b']
     listed_vas = [a for v in volumes for a in v['attachments']]

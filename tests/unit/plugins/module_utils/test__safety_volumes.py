@@ -13,14 +13,14 @@ import datetime
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import table
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.safety import (
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import fence_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import (
     down_node_volumes,
     failover_volumes,
-    fence_plan,
     node_volumes,
-    release_plan,
-    volume_source,
 )
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.release import release_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volume_sources import volume_source
 
 NOW = datetime.datetime(2026, 3, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
 RBD_CSI = dict(driver='rbd.csi.ceph.com', volumeHandle='h-rbd', volumeAttributes=dict(pool='rbd', imageName='img-1'))
@@ -113,7 +113,7 @@ def test_volume_source_names_every_kind_and_never_raises(spec, expected):
 
 def test_failover_volumes_lists_every_volume_of_a_mixed_node_and_nothing_of_others():
     pods, pvcs, pvs, vas = mixed_node()
-    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
+    volumes = failover_volumes('node-b', pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
     keyed = dict(((v['pv_name'] or tuple(v['attachments']) or tuple(v['claims']) or v['inline']), v) for v in volumes)
     assert keyed['pv-rbd']['image'] == 'rbd/img-1' and keyed['pv-rbd']['attachments'] == ['va-rbd']
     assert keyed['pv-rbd']['claims'] == ['ns/rbd-claim'] and keyed['pv-rbd']['pods'] == ['ns/rbd-pod']
@@ -140,7 +140,7 @@ def test_failover_volumes_lists_every_volume_of_a_mixed_node_and_nothing_of_othe
 
 def test_release_plan_fences_rbd_and_reports_every_other_volume_with_what_was_done():
     pods, pvcs, pvs, vas = mixed_node()
-    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
+    volumes = failover_volumes('node-b', pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
     nodes = [node('node-a', '10.0.0.11', 'True'), node('node-b', '10.0.0.12', 'False')]
     images = [dict(spec='rbd/img-1', watchers=[dict(address='10.0.0.12:0/1')]),
               dict(spec='rbd/img-inline', watchers=[dict(address='10.0.0.12:0/2')]),
@@ -174,7 +174,7 @@ def test_release_plan_fences_rbd_and_reports_every_other_volume_with_what_was_do
 
 def test_release_plan_under_the_out_of_service_taint_releases_other_drivers_but_never_an_unknown_pv():
     pods, pvcs, pvs, vas = mixed_node()
-    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
+    volumes = failover_volumes('node-b', pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
     release = release_plan('node-b', volumes, pods, images=[], fence=dict(fence=[], kept=[]),
                            out_of_service_taint=True)
     verdicts = by_name(release['volumes'])
@@ -191,18 +191,18 @@ def test_release_plan_never_raises_on_partial_objects():
     release = release_plan('node-b', weird, pods, images=[None, {}], missing=[None], fence=None)
     assert all(v['line'] for v in release['volumes'])
     assert release['remove_attachments'] == []
-    assert failover_volumes('node-b', pods, [None, {}], [None, {}], [None, {}]) == []
+    assert failover_volumes('node-b', pods=pods, pvcs=[None, {}], pvs=[None, {}], attachments=[None, {}]) == []
 
 
 def test_node_volumes_say_what_node_failover_would_do_or_did():
     pods, pvcs, pvs, vas = mixed_node()
-    volumes = failover_volumes('node-b', pods, pvcs, pvs, vas)
-    would = by_name(node_volumes('node-b', volumes, 'diagnose'))
+    volumes = failover_volumes('node-b', pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
+    would = by_name(node_volumes('node-b', volumes, context='diagnose'))
     assert "fences node-b's clients" in would['pv-rbd']['note']
     assert 'node_failover cannot fence it and leaves it attached' in would['pv-ebs']['note']
     assert 'does not force-delete the pods using it' in would['pv-nfs']['note']
     assert 'cannot name the volume' in would['pv-does-not-exist']['note'] and 'va-gone' in would['pv-does-not-exist']['note']
-    did = by_name(node_volumes('node-b', volumes, 'recover'))
+    did = by_name(node_volumes('node-b', volumes, context='recover'))
     assert 'neither fenced nor detached it; va-ebs still attached to node-b' in did['pv-ebs']['note']
     assert 'did nothing for it' in did['pv-nfs']['note']
     assert all(v['line'].startswith(v['name']) for v in did.values())
@@ -212,7 +212,7 @@ def test_down_node_volumes_lists_the_volumes_of_nodes_that_are_not_ready_and_the
     pods, pvcs, pvs, vas = mixed_node()
     nodes = [node('node-a', '10.0.0.11', 'True'), node('node-b', '10.0.0.12', 'Unknown'),
              node('node-c', '10.0.0.13', 'False'), None, {}]
-    down = down_node_volumes(nodes, pods, pvcs, pvs, vas)
+    down = down_node_volumes(nodes, pods=pods, pvcs=pvcs, pvs=pvs, attachments=vas)
     assert [d['node'] for d in down] == ['node-b']  # node-c has no volume, node-a is Ready
     assert down[0]['ready'] == 'Unknown' and 'pv-ebs' in [v['name'] for v in down[0]['volumes']]
     lines = table([], down)

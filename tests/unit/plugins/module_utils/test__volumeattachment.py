@@ -6,7 +6,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import datetime
 import hashlib
 
 import pytest
@@ -32,8 +31,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeatta
     unique_volume_name,
 )
 
-UTC = datetime.timezone.utc
-NOW = datetime.datetime(2026, 11, 21, 6, 0, 0, tzinfo=UTC)
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import NOW
 DRIVER = 'rbd.csi.ceph.com'
 HANDLE = '0001-0003-lab-0000000000000002-6f2c1e3a-c7c5-11ef-9a1b-0242ac120002'
 # The Dell csi-unity volume of stale-volumeattachment: <driver>^<handle> is 68 characters and starts with csi-.
@@ -77,9 +75,9 @@ def pod(name='web-0', namespace='default', claim='data', phase='Running', epheme
 
 
 def run(va_obj=None, pv_obj='default', node_obj='default', pods=None, version=(1, 30, 2), grace=300):
-    return assess(va_obj or va(), pv() if pv_obj == 'default' else pv_obj, True,
-                  node() if node_obj == 'default' else node_obj, [pod()] if pods is None else pods, version, grace,
-                  NOW)
+    return assess(va_obj or va(), pv() if pv_obj == 'default' else pv_obj, pv_known=True,
+                  node=node() if node_obj == 'default' else node_obj, pods=[pod()] if pods is None else pods, cluster_version=version, not_ready_grace=grace,
+                  now=NOW)
 
 
 # --------------------------------------------------------------------------- names
@@ -199,7 +197,7 @@ def test_unexpected_name_and_missing_pv():
 def test_inline_volume_of_a_migrated_plugin():
     obj = va(pv_name=None)
     obj['spec']['source'] = dict(inlineVolumeSpec=dict(csi=dict(driver=DRIVER, volumeHandle=HANDLE)))
-    report = assess(obj, None, False, node(), [], (1, 30, 0), 300, NOW)
+    report = assess(obj, None, pv_known=False, node=node(), pods=[], cluster_version=(1, 30, 0), not_ready_grace=300, now=NOW)
     assert not report['stale'] and report['pods'] is None and report['volume_handle'] == HANDLE
     assert report['expected_name'] == report['name']
 
@@ -217,7 +215,8 @@ def test_several_reasons_in_a_fixed_order():
 def test_stale_volumeattachment_collision(version, affected):
     obj = va(node='node-b', pv_name='pv-u', attacher=UNITY, handle=UNITY_HANDLE,
              finalizers=['external-attacher/csi-unity-dellemc-com'])
-    report = assess(obj, pv('pv-u', UNITY, UNITY_HANDLE, claim=None), True, node(), [], version, 300, NOW)
+    report = assess(obj, pv('pv-u', UNITY, UNITY_HANDLE, claim=None), pv_known=True, node=node(), pods=[],
+                    cluster_version=version, not_ready_grace=300, now=NOW)
     collision = report['attachment_name_collision']
     assert collision['unique_volume_name'] == UNITY + '^' + UNITY_HANDLE
     assert collision['volume_has_attachment_name_shape'] is True
@@ -310,7 +309,7 @@ def test_i5_only_its_own_volume_and_only_on_a_ready_node_protects_it():
                                    'kubernetes.io/rbd/replicapool-image-kubernetes-dynamic-pvc-1a2b'])
 def test_i5_in_tree_rbd_volume_names(entry):
     obj = va()
-    report = assess(obj, in_tree_pv(), True, node(in_use=[entry]), [], (1, 30, 2), 300, NOW)
+    report = assess(obj, in_tree_pv(), pv_known=True, node=node(in_use=[entry]), pods=[], cluster_version=(1, 30, 2), not_ready_grace=300, now=NOW)
     assert report['volume_in_use'] is True and report['protected'] and not report['stale']
     assert volume_in_use(node(in_use=['kubernetes.io/rbd/replicapool:kubernetes-dynamic-pvc-1a2bc']), obj,
                          in_tree_pv()) == (False, [])

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops import NetworkFences
 from ansible_collections.volfence.csi.plugins.modules import networkfence, networkfence_info
-from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import Controller, api_for
+from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import Controller, api_for, ticking_clock
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.k8s_fakes import networkfence_cluster as cluster
 from ansible_collections.volfence.csi.tests.unit.plugins.modules.module_warnings import run_main, warning_texts
 
@@ -26,13 +26,8 @@ def run(module, args, monkeypatch, capsys, fake, check=False, diff=False):
 _REAL_INIT = NetworkFences.__init__
 
 
-def _quick_init(self, api, workers=16, sleep=None, clock=None, **kwargs):
-    ticks = [0]
-
-    def clock_():
-        ticks[0] += 1
-        return ticks[0]
-    _REAL_INIT(self, api, workers=workers, sleep=lambda s: None, clock=clock_, **kwargs)
+def _quick_init(self, api, workers=16, clock=None, **kwargs):
+    _REAL_INIT(self, api, workers=workers, clock=ticking_clock(), **kwargs)
 
 
 FENCE = dict(name='nf-b', network_fence_class='rbd', cidrs=['10.0.3.12'], fence_state='Fenced')

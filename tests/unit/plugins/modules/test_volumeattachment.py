@@ -24,7 +24,7 @@ def run(module, args, monkeypatch, capsys, fake, clock, check=False, diff=False)
     real = _volumeattachment_ops.VolumeAttachments.__init__
 
     def init(self, api, not_ready_grace=300, workers=1, **_kwargs):
-        real(self, api, not_ready_grace, now=clock.now, sleep=clock.sleep, clock=clock.time, workers=workers)
+        real(self, api, not_ready_grace=not_ready_grace, clock=clock, workers=workers)
 
     monkeypatch.setattr(_volumeattachment_ops.VolumeAttachments, '__init__', init)
     return run_main(module, args, monkeypatch, capsys, check, diff, api=lambda: api_for(fake))

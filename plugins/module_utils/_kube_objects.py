@@ -6,7 +6,9 @@
 
 Standard library only, no Ansible or kubernetes imports, so everything here is unit-tested
 directly (tests/unit/plugins/module_utils/test__k8s_objects.py): timestamps, node readiness,
-taints and addresses, object names, the server version.
+taints and addresses, object names, the server version, a pod's claims and controller. Both sides
+import it: the decision layer (_decisions) reads objects with it, and the I/O packages (_k8s, the
+modules) too, so neither imports the other for it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -192,3 +194,42 @@ def describe(kind, name, namespace=None):
     if name is None:
         return kind
     return '%s %s%s' % (kind, (namespace + '/') if namespace else '', name)
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def volume_claim(pod_name, volume):
+    """The PersistentVolumeClaim name one pod volume uses: its persistentVolumeClaim's claimName, or
+    for a generic ephemeral volume the claim Kubernetes makes for it, <pod>-<volume>. None for a
+    volume that uses no claim (or that cannot be read)."""
+    if not isinstance(volume, dict):
+        return None
+    claim = (volume.get('persistentVolumeClaim') or {}).get('claimName')
+    if claim:
+        return claim
+    if volume.get('ephemeral') is not None and pod_name and volume.get('name'):
+        return '%s-%s' % (pod_name, volume['name'])
+    return None
+
+
+def pod_claims(pod):
+    """The PVC names a pod's volumes refer to (persistentVolumeClaim and generic ephemeral), in the
+    order of its volumes. Never raises on a partial pod."""
+    pod_name = object_name(pod)
+    volumes = ((pod or {}).get('spec') or {}).get('volumes') or []
+    return [c for c in (volume_claim(pod_name, v) for v in volumes) if c]
+
+
+def pod_claim_refs(pod):
+    """'namespace/claim' of each claim the pod uses (pod_claims()), sorted."""
+    namespace = ((pod or {}).get('metadata') or {}).get('namespace')
+    return sorted('%s/%s' % (namespace, claim) for claim in pod_claims(pod))
+
+
+def controller_of(pod):
+    """The ownerReference of the controller that recreates `pod` (the one marked controller, else
+    the first), None for a pod no controller owns: deleted, it is gone for good."""
+    references = [r for r in ((pod or {}).get('metadata') or {}).get('ownerReferences') or [] if isinstance(r, dict)]
+    controllers = [r for r in references if r.get('controller')]
+    return (controllers or references or [None])[0]

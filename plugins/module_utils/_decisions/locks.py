@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, volfence.csi maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to volfence.csi: which RBD advisory locks may be broken (I4 of docs/safety.md)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import ClusterView
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import names_rbd_image
+
+
+IN_TREE_LOCK_PREFIX = 'kubelet_lock_magic_'
+
+
+def lock_plan(locks, pod_node, nodes, *, leases=None, lease_grace=120, force=False, now=None):
+    """Which RBD advisory locks on a stuck pod's images may be broken (I4).
+
+    locks: rbd_lock_info `locks`, each with `image` added. pod_node: the stuck pod's node (its own locks
+    are never broken). The holder is tied to a node by the lock's address (any node address type,
+    normalised) and by an in-tree lock id kubelet_lock_magic_<node>; both must agree on one node.
+    A lock is broken only when that node exists and is provably down (not Ready, Lease older than
+    lease_grace); force lets through holders that are alive or cannot be tied to a node, never a
+    lock of the pod's own node or one whose image its Ready holder lists in volumesInUse.
+    Returns {break: [lock], kept: [lock + reason, invariant]}.
+    """
+    view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now=now)
+    out = dict((key, []) for key in ('break', 'kept'))
+    for lock in locks or []:
+        hard, soft = _lock_refusal(view, lock, pod_node, lease_grace)
+        reason = hard or (None if force else soft)
+        if reason is None:
+            entry = dict(lock)
+            if soft:
+                entry['forced_past'] = soft
+            out['break'].append(entry)
+        else:
+            out['kept'].append(dict(lock, reason=reason, invariant='I4'))
+    return out
+
+
+def image_in_use(view, node, image, *, unique_names=None):
+    """Whether the node's status.volumesInUse lists the RBD image `pool[/ns]/image` (in-tree rbd:
+    kubernetes.io/rbd/<pool>:<image> or the older <pool>-image-<image>) or one of unique_names
+    (kubernetes.io/csi/<driver>^<volumeHandle> of a CSI volume)."""
+    listed = set((view.nodes.get(node) or {}).get('volumes_in_use') or [])
+    if listed & set(unique_names or []):
+        return True
+    if not image:
+        return False
+    return any(names_rbd_image(v, image.split('/')[-1]) for v in listed)
+
+
+def _lock_refusal(view, lock, pod_node, lease_grace):
+    """(reason force cannot override, reason force can override); (None, None) to break."""
+    lock_id = str(lock.get('id') or '')
+    named = lock_id[len(IN_TREE_LOCK_PREFIX):] if lock_id.startswith(IN_TREE_LOCK_PREFIX) else None
+    owners = view.owners_of(lock.get('address') or lock.get('ip'))
+    candidates = sorted(set(owners) | (set([named]) if named else set()))
+    if pod_node in candidates:
+        return 'held by the stuck pod\'s own node %s' % pod_node, None
+    image = lock.get('image')
+    using = [n for n in candidates if view.ready(n) and image_in_use(view, n, image, unique_names=lock.get('unique_names'))]
+    if using:
+        return 'held by Ready node %s, which lists %s among its volumes in use' % (', '.join(using), image), None
+    if len(owners) > 1:
+        return None, ('held from %s, an address nodes %s share: the holder cannot be tied to one node'
+                      % (lock.get('address'), ', '.join(owners)))
+    if named and owners and owners[0] != named:
+        return None, ('named for node %s but held from %s, an address of node %s: the holder cannot be tied to one '
+                      'node' % (named, lock.get('address'), owners[0]))
+    holder = named or (owners[0] if owners else None)
+    if not owners and view.addressless_ready():
+        return None, ('held from %s, which no node lists, while Ready node(s) %s list no address: it may be theirs'
+                      % (lock.get('address'), ', '.join(view.addressless_ready())))
+    if holder is None:
+        return None, 'held from %s, which is no node\'s address: the holder cannot be tied to a node' % lock.get('address')
+    if holder not in view.nodes:
+        return None, 'named for node %s, which does not exist: its client cannot be proven gone' % holder
+    alive = view.alive_reason(holder, lease_grace)
+    if alive:
+        return None, alive
+    return None, None

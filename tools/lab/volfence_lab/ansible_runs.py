@@ -1,0 +1,121 @@
+"""Running the collection's playbooks and modules as a user runs them: `ansible-playbook` and `ansible`
+from the project virtualenv, with the checkout's ansible.cfg and volfence.csi as `make setup` links it
+(.cache/collections). The integration tests (through tests/integration/labtools.py) and the benchmarks
+(scripts/bench_*.py) run Ansible only through here. Ansible runs as a program of its own: nothing of the
+collection is imported (docs/lab.md, "Independent of the code under test")."""
+
+import datetime
+import json
+import os
+import subprocess
+import time
+
+from volfence_lab.lab import REPO
+
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+COLLECTIONS = os.path.join(REPO, ".cache", "collections")
+# Callables given each finished run (an AnsibleRun): the integration tests count Ansible's seconds with one.
+RUN_OBSERVERS = []
+
+
+def ansible_env(extra=None, collections=COLLECTIONS, json_results=True, caller_credentials=True):
+    """The environment Ansible runs in: the checkout's ansible.cfg, volfence.csi from `collections`, the
+    project virtualenv first in PATH, with json_results the json stdout callback (the results are read
+    from it); without caller_credentials none of the caller's Kubernetes credentials (K8S_AUTH_*,
+    KUBECONFIG: the playbook names its kubeconfig); then `extra`."""
+    env = dict(os.environ)
+    if not caller_credentials:
+        for key in list(env):
+            if key.startswith("K8S_AUTH_") or key == "KUBECONFIG":
+                del env[key]
+    env.update({
+        "ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": collections,
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_HOST_KEY_CHECKING": "0",
+        "PATH": VENV_BIN + os.pathsep + env.get("PATH", ""),
+    })
+    if json_results:
+        env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    env.update(extra or {})
+    return env
+
+
+def mode_options(check=False, diff=False):
+    """The options of `ansible` and `ansible-playbook` for check mode and diff."""
+    return (["--check"] if check else []) + (["--diff"] if diff else [])
+
+
+def first_task_start(data):
+    """When the run's first task started (epoch seconds; the json callback's UTC ISO times), or None."""
+    for play in (data or {}).get("plays", []):
+        for task in play.get("tasks", []):
+            start = (task.get("task", {}).get("duration") or {}).get("start")
+            if start:
+                when = datetime.datetime.strptime(start.rstrip("Z")[:26], "%Y-%m-%dT%H:%M:%S.%f")
+                return when.replace(tzinfo=datetime.timezone.utc).timestamp()
+    return None
+
+
+class AnsibleRun(object):
+    """A finished run: rc, stdout, stderr; data, the json callback's document (None for a run without
+    json_results); seconds from start to end, startup_seconds of them before the first task."""
+
+    def __init__(self, proc, seconds=0.0, started_at=None, json_results=True):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.data = None
+        if json_results:
+            try:
+                # raw_decode: a profiling callback (ansible.posix.profile_tasks) may print around the document
+                self.data = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])[0]
+            except ValueError:
+                raise AssertionError("ansible printed no JSON (rc=%d)\nstdout: %s\nstderr: %s"
+                                     % (proc.returncode, proc.stdout, proc.stderr))
+        self.seconds = seconds
+        first = first_task_start(self.data) if started_at is not None else None
+        self.startup_seconds = min(seconds, max(0.0, first - started_at)) if first is not None else seconds
+
+    def results(self, host):
+        """Task results of `host`, in play order."""
+        out = []
+        for play in self.data.get("plays", []):
+            for task in play.get("tasks", []):
+                if host in task.get("hosts", {}):
+                    result = dict(task["hosts"][host])
+                    result["_task"] = task["task"]["name"]
+                    out.append(result)
+        return out
+
+    def result(self, host, index=-1):
+        return self.results(host)[index]
+
+
+def run_ansible(cmd, check=False, diff=False, extra_env=None, timeout=900, json_results=True, **env_options):
+    """Run an Ansible command (`cmd`: the program and its arguments) in the repository with
+    ansible_env(extra_env, json_results=..., **env_options); an AnsibleRun, given to RUN_OBSERVERS too."""
+    started, wall = time.monotonic(), time.time()
+    proc = subprocess.run(cmd + mode_options(check, diff), cwd=REPO,
+                          env=ansible_env(extra_env, json_results=json_results, **env_options),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
+    run = AnsibleRun(proc, time.monotonic() - started, wall, json_results)
+    for observer in RUN_OBSERVERS:
+        observer(run)
+    return run
+
+
+def run_module(inventory, host, module, args, check=False, diff=False, extra_env=None):
+    """Run one module ad hoc on an inventory host, exactly as a user would at 3 a.m.: its result."""
+    cmd = [os.path.join(VENV_BIN, "ansible"), host, "-i", inventory, "-m", module, "-a", json.dumps(args)]
+    return run_ansible(cmd, check, diff, extra_env, 300).result(host)
+
+
+def run_playbook(inventory, playbook, extra_vars=None, check=False, diff=False, extra_env=None, timeout=900,
+                 **run_options):
+    """Run a playbook on an inventory (a file, or "localhost," for a play on this machine): an AnsibleRun.
+    run_options: json_results, collections, caller_credentials (run_ansible, ansible_env)."""
+    cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", inventory, playbook]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    return run_ansible(cmd, check, diff, extra_env, timeout, **run_options)
