@@ -111,6 +111,15 @@ def _failed_step_line(failed_step):
     return step.get('line') or '%s failed on %s (%s)' % (step.get('step'), step.get('host'), step.get('reason'))
 
 
+def _report_head(generated, check_mode, failed_step, **nodes):
+    """What both reports begin with: when, whether a check run, the step that stopped the run, and the
+    nodes (one keyword, e.g. node=[...]: `node` is the one node of a single-node run, `nodes` all)."""
+    (singular, names), = nodes.items()
+    return dict({singular: names[0] if len(names) == 1 else None, singular + 's': names},
+                generated=generated or _utc_now(), check_mode=bool(check_mode),
+                failed_step=_dict(failed_step) or None)
+
+
 def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None, marked=None, release=None,
                     deleted_pods=None, removed_attachments=None, tainted=None, replacements=None, failed_step=None,
                     check_mode=False, generated=None):
@@ -138,12 +147,9 @@ def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None
     driver_fences = _dict(record.get('driver_fences'))
     volumes = _items(release.get('volumes'))
     waiting = _items(release.get('waiting'))
-    report = dict(
-        generated=generated or _utc_now(),
-        check_mode=bool(check_mode),
-        failed_node=nodes[0] if len(nodes) == 1 else None,
-        failed_nodes=nodes,
-        failed_step=_dict(failed_step) or None,
+    report = _report_head(generated, check_mode, failed_step, failed_node=nodes)
+    # deliberately repeated: one report field a line, each read from its step's result (alike in shape only)
+    report.update(
         preflight=preflight,
         out_of_service_taint=len(tainted_nodes) > 0,
         out_of_service=out_of_service,
@@ -174,9 +180,9 @@ def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None
         waiting=waiting,
         replacements_running=_items(replacements.get('running')),
     )
-    outcome = '; '.join((['STOPPED: ' + _failed_step_line(failed_step)] if failed_step else [])
-                        + (['FAILED, re-run to finish: ' + '; '.join(str(line) for line in failed_steps)]
-                           if failed_steps else [])) or 'every release step done'
+    stopped = ['STOPPED: ' + _failed_step_line(failed_step)] if failed_step else []
+    outcome = '; '.join(stopped + (['FAILED, re-run to finish: ' + '; '.join(str(line) for line in failed_steps)]
+                                   if failed_steps else [])) or 'every release step done'
     summary = [
         ('CHECK MODE: nothing was changed. ' if check_mode else '') + '; '.join(_items(preflight.get('lines'))),
         'fenced (%s, I1): %s' % (fence_method, _items(plan.get('fence')) if fence_method == 'blocklist' else fence_names),
@@ -194,8 +200,7 @@ def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None
         'VolumeAttachments removed (I6): %s; kept: %s' % (
             _items(release.get('remove_attachments')), report['volumeattachments_kept']),
     ]
-    failure = '; '.join((['STOPPED: ' + _failed_step_line(failed_step)] if failed_step else [])
-                        + [str(line) for line in failed_steps])
+    failure = '; '.join(stopped + [str(line) for line in failed_steps])
     return dict(report=report, summary=summary, failed_steps=failed_steps, failure=failure)
 
 
@@ -221,12 +226,8 @@ def recover_report(read, *, nodes, records=None, plan=None, removed=None, marks=
     held = _items(plan.get('held')) if not isinstance(plan.get('held'), Mapping) else list(plan['held'])
     taint_changed = _items(marks.get('taint_changed_nodes'))
     lifted = plan.get('lifted') if plan.get('lifted') is not None else []
-    report = dict(
-        generated=generated or _utc_now(),
-        check_mode=bool(check_mode),
-        node=names[0] if len(names) == 1 else None,
-        nodes=names,
-        failed_step=_dict(failed_step) or None,
+    report = _report_head(generated, check_mode, failed_step, node=names)
+    report.update(
         evidence=plan.get('evidence'),
         record=records.get(names[0]) if len(names) == 1 else records,
         unfenced=_items(plan.get('unfence')),

@@ -22,6 +22,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.pod_restar
 )
 from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import controller_of
 
+# deliberately repeated: each property file names its own search depth and the filters it calls
 PROPERTY = derandomized(2000)
 FILTERS = SafetyFilters().filters()
 

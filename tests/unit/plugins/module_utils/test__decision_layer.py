@@ -18,6 +18,10 @@ import pytest
 MODULE_UTILS = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins',
                                             'module_utils'))
 DECISIONS = sorted(glob.glob(os.path.join(MODULE_UTILS, '_decisions', '*.py')))
+PLUGINS = os.path.dirname(MODULE_UTILS)
+# Beyond the decision layer: the backends, modules and filters take their secondary inputs by name too.
+EVERY_PLUGIN = sorted(os.path.join(root, name) for root, _dirs, names in os.walk(PLUGINS)
+                      for name in names if name.endswith('.py'))
 PACKAGE = 'ansible_collections.volfence.csi.plugins.module_utils.'
 # What the decision layer may import of the collection: itself and the pure helpers.
 PURE = ('_decisions', '_kube_objects', '_addresses', '_ranges')
@@ -61,15 +65,24 @@ def test_the_pure_object_readers_import_nothing_of_the_collection():
     assert [m for _l, m, _n in _imports(path) if m.startswith('ansible')] == []
 
 
-@pytest.mark.parametrize('path', DECISIONS, ids=os.path.basename)
-def test_no_decision_takes_more_than_five_positional_inputs(path):
+def _wide_functions(path):
     with open(path) as f:
         tree = ast.parse(f.read())
-    wide = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
             positional = [a.arg for a in node.args.args if a.arg not in ('self', 'cls')]
             if len(positional) > MAX_POSITIONAL:
-                wide.append('%s (line %d) takes %d positional parameters: make the secondary ones keyword-only'
-                            % (node.name, node.lineno, len(positional)))
+                yield ('%s (line %d) takes %d positional parameters: make the secondary ones keyword-only'
+                       % (node.name, node.lineno, len(positional)))
+
+
+@pytest.mark.parametrize('path', DECISIONS, ids=os.path.basename)
+def test_no_decision_takes_more_than_five_positional_inputs(path):
+    wide = list(_wide_functions(path))
+    assert not wide, '; '.join(wide)
+
+
+def test_no_function_in_plugins_takes_more_than_five_positional_inputs():
+    assert len(EVERY_PLUGIN) > 50
+    wide = ['%s: %s' % (os.path.relpath(path, PLUGINS), line) for path in EVERY_PLUGIN for line in _wide_functions(path)]
     assert not wide, '; '.join(wide)
