@@ -96,12 +96,23 @@ def select(changed):
                     grown = True
                     break
     # playbooks and roles touched: changed ones, and those using a touched plugin
+    task_files = [p for p in files_under("playbooks") if p.endswith(".yml") and p not in playbooks]
     steps = dict((p, p) for p in changed if p.startswith(("playbooks/", "roles/")))
     for plugin, cause in touched.items():
         needles = plugin_needles(plugin)
-        for path in playbooks + files_under("roles"):
+        for path in playbooks + task_files + files_under("roles"):
             if path not in steps and mentions(path, needles):
                 steps[path] = cause
+    # a playbook's task files (playbooks/tasks/) touch the playbooks, and task files, that include them
+    grown = True
+    while grown:
+        grown = False
+        for step, cause in list(steps.items()):
+            if step in task_files:
+                for path in playbooks + task_files:
+                    if path not in steps and mentions(path, [os.path.relpath(step, "playbooks")]):
+                        steps[path] = cause
+                        grown = True
     for test in units:
         if test in changed:
             pick(test, test)

@@ -880,14 +880,21 @@ class ControlPlane(object):
             del self.attached[key]
             self.detach_requested.pop(key, None)
         # external-attacher: a VolumeAttachment being deleted gets ControllerUnpublish, then loses its
-        # finalizer; a failed ControllerUnpublish keeps it, retried on the next pass.
+        # finalizer; a failed ControllerUnpublish keeps it, retried on the next pass. Each attachment on
+        # its own, as in the external-attacher's work queue (kubernetes-csi/external-attacher,
+        # pkg/controller/controller.go): one that keeps failing holds back no other.
         fencing = None
         for va in vas:
             if va["spec"].get("attacher") == LAB_DRIVER and va["metadata"].get("deletionTimestamp"):
                 fins = [f for f in va["metadata"].get("finalizers", []) if not f.startswith("external-attacher/")]
                 if fins != va["metadata"].get("finalizers", []):
                     fencing = csi_fencing(self.kube) if fencing is None else fencing
-                    self.controller_unpublish(va, nodes.get(va["spec"]["nodeName"]), fencing)
+                    try:
+                        self.controller_unpublish(va, nodes.get(va["spec"]["nodeName"]), fencing)
+                    except Exception as exc:  # kept, retried on the next pass
+                        log("external-attacher: ControllerUnpublish of %s: %s: %s"
+                            % (va["metadata"]["name"], type(exc).__name__, exc))
+                        continue
                     self.kube.patch("volumeattachments", va["metadata"]["name"], {"metadata": {"finalizers": fins}})
         for (pv_name, node_name), (pv, pod) in wanted.items():
             csi = pv["spec"]["csi"]
