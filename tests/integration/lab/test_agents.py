@@ -94,8 +94,10 @@ def test_node_volumes_scenario_then_the_manual_fix_then_clean_up(many, kube):
     state = json.loads(lab.lab("scenario", "node-volumes", "--node", "node-b", "--volumes", "5"))
     assert state["scenario"] == "node-volumes" and state["failed_node"] == "node-b"
     assert len(state["stuck_pods"]) == len(state["images"]) == len(set(state["deployments"])) == 5
-    for image in state["images"]:
-        assert [w["address"].split(":")[0] for w in lab.watchers(image)] == [lab.nodes["node-b"]]
+    # node-b's client alone watches each image; the lab's ceph-csi controller may hold one open for a moment
+    # (ControllerUnpublish of an attachment an earlier test left), so wait for that, not for time
+    wait_until(lambda: all([w["address"].split(":")[0] for w in lab.watchers(image)] == [lab.nodes["node-b"]]
+                           for image in state["images"]), 30, what="node-b's client alone watching each image")
     for name in state["stuck_pods"]:
         pod = kube.get("pods", name, NAMESPACE)
         assert pod["spec"]["nodeName"] != "node-b" and pod["status"]["phase"] == "Pending"
