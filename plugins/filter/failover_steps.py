@@ -111,11 +111,10 @@ def _failed_step_line(failed_step):
     return step.get('line') or '%s failed on %s (%s)' % (step.get('step'), step.get('host'), step.get('reason'))
 
 
-def _report_head(generated, check_mode, failed_step, **nodes):
+def _report_head(generated, check_mode, failed_step, key, names):
     """What both reports begin with: when, whether a check run, the step that stopped the run, and the
-    nodes (one keyword, e.g. node=[...]: `node` is the one node of a single-node run, `nodes` all)."""
-    (singular, names), = nodes.items()
-    return dict({singular: names[0] if len(names) == 1 else None, singular + 's': names},
+    nodes: `key` (node, failed_node) is the one node of a single-node run, `key`s all of them."""
+    return dict({key: names[0] if len(names) == 1 else None, key + 's': names},
                 generated=generated or _utc_now(), check_mode=bool(check_mode),
                 failed_step=_dict(failed_step) or None)
 
@@ -147,7 +146,7 @@ def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None
     driver_fences = _dict(record.get('driver_fences'))
     volumes = _items(release.get('volumes'))
     waiting = _items(release.get('waiting'))
-    report = _report_head(generated, check_mode, failed_step, failed_node=nodes)
+    report = _report_head(generated, check_mode, failed_step, 'failed_node', nodes)
     # deliberately repeated: one report field a line, each read from its step's result (alike in shape only)
     report.update(
         preflight=preflight,
@@ -226,7 +225,7 @@ def recover_report(read, *, nodes, records=None, plan=None, removed=None, marks=
     held = _items(plan.get('held')) if not isinstance(plan.get('held'), Mapping) else list(plan['held'])
     taint_changed = _items(marks.get('taint_changed_nodes'))
     lifted = plan.get('lifted') if plan.get('lifted') is not None else []
-    report = _report_head(generated, check_mode, failed_step, node=names)
+    report = _report_head(generated, check_mode, failed_step, 'node', names)
     report.update(
         evidence=plan.get('evidence'),
         record=records.get(names[0]) if len(names) == 1 else records,
