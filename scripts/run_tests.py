@@ -467,6 +467,11 @@ def main(argv):
             stage_counts["skipped"], seconds, STAGE_CPU.get(name, 0.0)))
     say("%-14s %s  %d passed, %d failed, %d skipped  (every run: a test counts on each Python and Ceph release)"
         % ("all runs", "FAILED" if failed_stages else "ok    ", totals["passed"], totals["failed"], totals["skipped"]))
+    failed_ids = sorted(test_id for test_id, result in tests.items() if result == "failed")
+    for test_id in failed_ids[:20]:  # named here too: a CI page may show only the last lines
+        say("failed: %s" % test_id)
+    if len(failed_ids) > 20:
+        say("failed: ... and %d more (each stage's log)" % (len(failed_ids) - 20))
     say("tests, each counted once (failed if any of its runs failed):")
     outcomes = list(tests.values())
     say("%d passed, %d failed, %d skipped" % (outcomes.count("passed"), outcomes.count("failed"),

@@ -882,7 +882,8 @@ class ControlPlane(object):
         # external-attacher: a VolumeAttachment being deleted gets ControllerUnpublish, then loses its
         # finalizer; a failed ControllerUnpublish keeps it, retried on the next pass. Each attachment on
         # its own, as in the external-attacher's work queue (kubernetes-csi/external-attacher,
-        # pkg/controller/controller.go): one that keeps failing holds back no other.
+        # pkg/controller/controller.go, syncVA: one VolumeAttachment per Get, a failed one goes back with
+        # AddRateLimited; read at e610602): one that keeps failing holds back no other.
         fencing = None
         for va in vas:
             if va["spec"].get("attacher") == LAB_DRIVER and va["metadata"].get("deletionTimestamp"):

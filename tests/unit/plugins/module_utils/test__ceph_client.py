@@ -379,7 +379,8 @@ def test_I8_timeout_kills_the_whole_process_group_of_a_cli_call(tmp_path):
     rc, _out, _err = _ceph_client._run(['sh', '-c', GRANDCHILD % pidfile], 1)
     elapsed = time.time() - started
     grandchild = int(open(pidfile).read())
-    assert rc == -1 and elapsed < 1 + _ceph_client.KILL_GRACE + 2, elapsed
+    # the defect waited for the grandchild (120 s); half of that tells the two apart on a loaded machine
+    assert rc == -1 and elapsed < 60, elapsed
     assert _wait_gone(grandchild), 'grandchild %d still runs' % grandchild
 
 
@@ -390,7 +391,7 @@ def test_I8_cli_backend_with_a_command_prefix_is_bounded_and_leaves_nothing_behi
     started = time.time()
     with pytest.raises(CephConnectionError, match='no answer within 1s'):
         client.mon(blocklist_ls_command())
-    assert time.time() - started < 2 + _ceph_client.KILL_GRACE + 2
+    assert time.time() - started < 60   # not the grandchild's 120 s
     assert _wait_gone(int(open(pidfile).read()))
 
 

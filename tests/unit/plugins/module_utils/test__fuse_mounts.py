@@ -107,7 +107,7 @@ def test_i8_a_mount_whose_stat_never_returns_is_reported_hung_within_the_timeout
         mounts = find_csi_fuse_mounts(MOUNTINFO, "/var/lib/kubelet", stat=stat, vol_data=vol_data, probe_timeout=0.5)
     finally:
         gate.set()
-    assert time.time() - started < 10
+    assert time.time() - started < 30   # not the hung probe's 60 s, however loaded the machine
     by_volume = dict((m["volume"], m) for m in mounts)
     assert by_volume["pvc-ok"]["state"] == "hung" and by_volume["pvc-ok"]["healthy"] is False
     assert "did not return within 0.5s" in by_volume["pvc-ok"]["error"]

@@ -233,7 +233,7 @@ def test_connect_to_a_server_that_never_answers_is_bounded_by_request_timeout_i8
         assert isinstance(error, K8sConnectionError), outcome
         assert 'not reachable' in error.msg and 'timed out after request_timeout=2s' in error.msg, error.msg
         assert '127.0.0.1:%d' % server.port in error.msg
-        assert outcome['seconds'] < 20, outcome
+        assert outcome['seconds'] < 30, outcome   # bounded, not the 60 s hang this test catches
     finally:
         server.close()
 
