@@ -12,6 +12,7 @@ import os
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions import inputs as _inputs
 
@@ -76,7 +77,8 @@ class ActionModule(ActionBase):
         context = {'groups': dict((g, list(groups.get(g) or [])) for g in set(used_groups) | {
             o.get('group') for o in options.values() if o.get('group')}), 'local': local}
         values, problems = _inputs.check_inputs(playbook, entry, provided, context=context,
-                                                other_names=list(source.keys()) if hasattr(source, 'keys') else [])
+                                                other_names=list(source.keys()) if hasattr(source, 'keys') else [],
+                                                extra_var_names=list(load_extra_vars(self._loader)))
         problems = unreadable + problems
         hosts = []
         for group in used_groups:

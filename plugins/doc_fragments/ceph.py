@@ -14,19 +14,22 @@ class ModuleDocFragment(object):
 options:
   cluster:
     description:
-      - Ceph cluster name; selects C(/etc/ceph/<cluster>.conf) when O(conf) is not set.
+      - Ceph cluster name; selects C(/etc/ceph/<cluster>.conf) when no configuration file is named.
+      - When not set, C(--cluster) of E(CEPH_ARGS), else V(ceph).
     type: str
-    default: ceph
   conf:
     description:
       - Path of the Ceph configuration file.
-      - Without it, Ceph's default search applies (C(/etc/ceph/<cluster>.conf)), unless O(mon_host)
-        is set, in which case no file is read.
+      - When not set, as the C(ceph) tool finds it, C(-c)/C(--conf) of E(CEPH_ARGS), else E(CEPH_CONF),
+        else Ceph's default search (C(/etc/ceph/<cluster>.conf)), unless O(mon_host) is set, in which case
+        no file is read.
       - With O(command_prefix), the path is the one inside the container.
     type: path
   keyring:
     description:
       - Path of the keyring holding the key of O(user).
+      - When not set, C(-k)/C(--keyring) of E(CEPH_ARGS), else the keyring the configuration file names
+        (by default C(/etc/ceph/<cluster>.client.<user>.keyring)).
       - Checked before anything is done (unless O(command_prefix) is set), a missing file fails
         with a clear error.
     type: path
@@ -41,13 +44,14 @@ options:
     description:
       - The Ceph client name without the C(client.) prefix (a C(client.) prefix is accepted and
         removed).
+      - When not set, C(--id)/C(-i)/C(--user) or C(-n)/C(--name client.<id>) of E(CEPH_ARGS), else V(admin).
     type: str
-    default: admin
     aliases: [id]
   mon_host:
     description:
       - Monitor address(es), overriding the configuration file, for example C(10.0.0.1) or
         C([v2:10.0.0.1:3300,v1:10.0.0.1:6789]).
+      - When not set, C(-m)/C(--mon_host) of E(CEPH_ARGS).
     type: str
   timeout:
     description:
@@ -76,6 +80,10 @@ options:
     type: list
     elements: str
 notes:
+  - Options left unset are read from the environment as Ceph's own tools read it (E(CEPH_ARGS),
+    E(CEPH_CONF)), the way kubernetes.core's modules read E(K8S_AUTH_KUBECONFIG), so that an ad hoc call works
+    where C(ceph -s) does. In a playbook, set them with the task's or play's C(environment) keyword; an
+    option always wins over the environment, which the C(ceph)/C(rbd) tools then get without it.
   - Failures report the command (CLI arguments, or the JSON monitor command with the bindings), its
     return code, stdout and stderr.
   - Bad input fails before the module contacts the cluster, and refusals happen before anything is
@@ -103,7 +111,7 @@ options:
     version_added: 0.2.0
   pool:
     description:
-      - Pool of the image given by O(image) (must not start with C(-)).
+      - Pool of the image given by O(image) by its name alone (must not start with C(-)).
     type: str
   namespace:
     description:
@@ -114,7 +122,9 @@ options:
   image:
     description:
       - Name of the image, in O(pool) (and O(namespace)); must not start with C(-).
-      - O(pool) and O(image) go together; O(image_spec) names the image in one string instead.
+      - Or, as the C(rbd) tool takes it, C(pool/image) or C(pool/namespace/image), then without O(pool)
+        and O(namespace).
+      - A name without its pool fails before anything is read, naming both ways to give it.
     type: str
 '''
 

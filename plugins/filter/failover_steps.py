@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.filter import safety as _safety
+from ansible_collections.volfence.csi.plugins.module_utils._incident_events import failover_events
 
 FENCE_METHODS = ('blocklist', 'networkfence')
 # The Ceph modules' connection options, and the inventory variables that hold them (doc fragment volfence.csi.ceph).
@@ -200,7 +201,14 @@ def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None
             _items(release.get('remove_attachments')), report['volumeattachments_kept']),
     ]
     failure = '; '.join(stopped + [str(line) for line in failed_steps])
-    return dict(report=report, summary=summary, failed_steps=failed_steps, failure=failure)
+    created = [f for f in _items(fence.get('networkfences')) if isinstance(f, Mapping) and f.get('create')] \
+        if any(_dict(r).get('changed') for r in _items(fence.get('networkfence_results'))) else []
+    events = failover_events(fence_method=fence_method, fence_plan=plan, fence_actions=fence.get('actions'),
+                             networkfences_created=created, taint_added=taint_added,
+                             deleted_pods=deleted.get('deleted'), removed_attachments=removed.get('deleted'),
+                             replacements_running=replacements.get('running'), kept_pods=release.get('kept_pods'),
+                             check_mode=check_mode)
+    return dict(report=report, summary=summary, failed_steps=failed_steps, failure=failure, events=events)
 
 
 def recover_report(read, *, nodes, records=None, plan=None, removed=None, marks=None, uncordon=None,

@@ -22,8 +22,8 @@ description:
   - O(state=present) takes an advisory lock, exclusive or (with O(tag)) shared.
   - Without O(state), it only lists, as M(volfence.csi.rbd_lock_info) does. That use is deprecated
     (it warns) and will be removed in 2.0.0; use M(volfence.csi.rbd_lock_info) to list.
-  - The image is O(image_spec) (C(pool/image) or C(pool/namespace/image)), or O(pool), O(image) and
-    O(namespace).
+  - The image is O(image) as C(pool/image) or C(pool/namespace/image) (or O(image_spec)), or O(pool),
+    O(image) and O(namespace).
   - When fencing a locker or breaking a lock fails, the module fails but reports what it did,
     the lockers it blocklisted (RV(blocklisted)), the locks it broke (RV(broken)), those it could
     not break (RV(failed_locks)) and C(changed=true) if anything was written. A lock that fails to break
@@ -286,7 +286,6 @@ from ansible_collections.volfence.csi.plugins.module_utils._module import Volfen
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     IMAGE_MUTUALLY_EXCLUSIVE,
     IMAGE_OPTIONS,
-    IMAGE_REQUIRED_TOGETHER,
     image_spec_of,
     module_session,
 )
@@ -367,7 +366,6 @@ def main():
             **dict(IMAGE_OPTIONS, **LOCK_LISTING_OPTIONS)
         ),
         mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE + IMAGE_MUTUALLY_EXCLUSIVE,
-        required_together=IMAGE_REQUIRED_TOGETHER,
         required_one_of=[('image_spec', 'image')],
         required_if=[('state', 'present', ('lock_id',))],
         supports_check_mode=True,

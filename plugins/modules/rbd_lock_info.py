@@ -17,8 +17,8 @@ description:
     the owner of the exclusive-lock feature's managed lock.
   - The in-tree RBD plugin leaves a C(kubelet_lock_magic_<node>) lock behind on a failed node; this
     module shows it, M(volfence.csi.rbd_lock) breaks it after fencing the holder.
-  - The image is O(image_spec) (C(pool/image) or C(pool/namespace/image)), or O(pool), O(image) and
-    O(namespace).
+  - The image is O(image) as C(pool/image) or C(pool/namespace/image) (or O(image_spec)), or O(pool),
+    O(image) and O(namespace).
   - Read-only, it never changes anything (O(query_lock_owners=true) opens the image read-write for
     a moment, see there). It replaces M(volfence.csi.rbd_lock) without O(volfence.csi.rbd_lock#module:state).
 author:
@@ -150,7 +150,6 @@ from ansible_collections.volfence.csi.plugins.module_utils._module import Volfen
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     IMAGE_MUTUALLY_EXCLUSIVE,
     IMAGE_OPTIONS,
-    IMAGE_REQUIRED_TOGETHER,
     image_spec_of,
     module_session,
 )
@@ -168,7 +167,6 @@ def main():
             **dict(IMAGE_OPTIONS, **LOCK_LISTING_OPTIONS)
         ),
         mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE + IMAGE_MUTUALLY_EXCLUSIVE,
-        required_together=IMAGE_REQUIRED_TOGETHER,
         required_one_of=[('image_spec', 'image')],
         supports_check_mode=True,
     )

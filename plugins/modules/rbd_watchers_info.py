@@ -33,7 +33,9 @@ options:
   image:
     description:
       - One image, in O(pool) (and O(namespace)); must not start with C(-). Use O(images) for many.
-      - O(pool) and O(image) go together; O(image_spec) names the image in one string instead.
+      - Or, as the C(rbd) tool takes it, C(pool/image) or C(pool/namespace/image), then without O(pool)
+        and O(namespace).
+      - A name without its pool fails before anything is read, naming both ways to give it.
     type: str
   images:
     description:
@@ -250,7 +252,6 @@ from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_PA
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     IMAGE_MUTUALLY_EXCLUSIVE,
     IMAGE_OPTIONS,
-    IMAGE_REQUIRED_TOGETHER,
     image_spec_of,
     module_session,
     parse_image_spec,
@@ -277,7 +278,6 @@ def main():
         ),
         mutually_exclusive=CEPH_MUTUALLY_EXCLUSIVE + IMAGE_MUTUALLY_EXCLUSIVE + [
             ('image', 'images'), ('image_spec', 'images')],
-        required_together=IMAGE_REQUIRED_TOGETHER,
         supports_check_mode=True,
     )
     p = module.params
@@ -289,7 +289,7 @@ def main():
             if spec not in specs:
                 specs.append(spec)
         if not specs:
-            raise ValueError('give image_spec (pool/image or pool/namespace/image), pool and image, or images')
+            raise ValueError('give image (pool/image or pool/namespace/image), or images')
         node_map = NodeMap(p['node_addresses'])
         exclude = AddressMatcher(p['exclude_addresses'], 'exclude_addresses')
         check_range(p['parallel'], 'parallel', 1, MAX_PARALLEL)

@@ -369,3 +369,11 @@ def declare_shut_down(kube, node):
                 raise
             return False
     assert wait_until(add, timeout=10)
+
+
+def kubectl(lab, *args):
+    """`kubectl ARGS` against the lab's API, as an engineer types it: its output (the test fails on an error)."""
+    proc = subprocess.run(["kubectl", "--kubeconfig", lab.env["KUBECONFIG"]] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    assert proc.returncode == 0, "kubectl %s: %s" % (" ".join(args), proc.stderr)
+    return proc.stdout

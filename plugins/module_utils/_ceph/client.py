@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
@@ -32,6 +33,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CephConnectionError,
     CephError,
     CephNotFoundError,
+    ceph_environment,
     check_expire,
     check_name,
     errno_name,
@@ -184,39 +186,64 @@ IMAGE_OPTIONS = dict(
     image=dict(type='str'),
 )
 IMAGE_MUTUALLY_EXCLUSIVE = [('image_spec', 'pool'), ('image_spec', 'namespace'), ('image_spec', 'image')]
-IMAGE_REQUIRED_TOGETHER = [('pool', 'image')]
 
 
 def image_spec_of(params):
-    """The ImageSpec that a module's IMAGE_OPTIONS name (`image_spec`, or `pool`, `namespace` and
-    `image`), None when they name none. Raises ValueError for a bad spec or name."""
+    """The ImageSpec that a module's IMAGE_OPTIONS name (`image_spec`, or `image` with `pool` and
+    `namespace`, or `image` as pool/image as the rbd tool takes it), None when they name none.
+    Raises ValueError for a bad spec or name, or a pool without its image or an image without its pool."""
     if params.get('image_spec') is not None:
         return parse_image_spec(params['image_spec'], 'image_spec')
-    if params.get('image') is None:
+    image = params.get('image')
+    if image is None:
+        if params.get('pool'):
+            raise ValueError('pool %s needs image (the image\'s name): nothing was changed' % params['pool'])
         return None
-    return image_spec(params.get('pool'), params.get('namespace'), params['image'])
+    if '/' in image:
+        if params.get('pool') or params.get('namespace'):
+            raise ValueError('image %s already names its pool: give it alone, or give pool and the image\'s '
+                             'name alone: nothing was changed' % image)
+        return parse_image_spec(image, 'image')
+    if not params.get('pool'):
+        raise ValueError('image %s needs its pool: give image=<pool>/%s (or <pool>/<namespace>/%s), or pool: '
+                         'nothing was changed' % (image, image, image))
+    return image_spec(params.get('pool'), params.get('namespace'), image)
 
 
 # --------------------------------------------------------------------------- settings
 
 class CephSettings(object):
-    """The shared options, validated. `params` is a module's params dict."""
+    """The shared options, validated. `params` is a module's params dict; `environ` (os.environ by
+    default) gives what an option left unset: CEPH_ARGS and CEPH_CONF, read as Ceph's tools read
+    them (common.ceph_environment), so that a module finds the cluster where `ceph -s` does."""
 
-    def __init__(self, params):
-        self.cluster = params.get('cluster') or 'ceph'
-        self.conf = params.get('conf')
-        self.keyring = params.get('keyring')
+    def __init__(self, params, environ=None):
+        from_env, self.extra_args = ceph_environment(os.environ if environ is None else environ)
+        # where each setting came from, for the messages: the option, or the environment variable
+        self.sources = {}
+
+        def setting(name, default=None):
+            if params.get(name) not in (None, ''):
+                self.sources[name] = name
+                return params.get(name)
+            value, source = from_env.get(name, (default, None))
+            if source:
+                self.sources[name] = source
+            return value
+        self.cluster = setting('cluster', 'ceph')
+        self.conf = setting('conf')
+        self.keyring = None if params.get('key') else setting('keyring')
         self.key = params.get('key')
-        user = params.get('user') or 'admin'
+        user = setting('user', 'admin')
         self.user = user[len('client.'):] if user.startswith('client.') else user
-        self.mon_host = params.get('mon_host')
+        self.mon_host = setting('mon_host')
         self.timeout = int(30 if params.get('timeout') is None else params.get('timeout'))
         self.backend = params.get('backend') or 'auto'
         self.command_prefix = list(params.get('command_prefix') or [])
         check_range(self.timeout, 'timeout', 1, MAX_CALL_TIMEOUT, 'seconds')
         for what, value in (('cluster', self.cluster), ('user', self.user), ('mon_host', self.mon_host),
                             ('conf', self.conf), ('keyring', self.keyring)):
-            check_name(value, what)  # I9: each is the value of a CLI option
+            check_name(value, self.said(what))  # I9: each is the value of a CLI option
         if self.backend not in ('auto', 'rados', 'cli'):
             raise ValueError('backend must be one of auto, rados, cli; got %r' % self.backend)
         if self.backend == 'rados' and self.command_prefix:
@@ -226,10 +253,25 @@ class CephSettings(object):
             for what, path in (('conf', self.conf), ('keyring', self.keyring)):
                 if path and not os.path.isfile(path):
                     raise CephConnectionError('%s file %s does not exist or is not a file: nothing was done'
-                                              % (what, path))
+                                              % (self.said(what), path))
                 if path and not os.access(path, os.R_OK):
                     raise CephConnectionError('%s file %s is not readable by this user: nothing was done'
-                                              % (what, path))
+                                              % (self.said(what), path))
+
+    def said(self, name):
+        """`name` as the user gave it: 'conf', or 'conf (from CEPH_CONF)'."""
+        source = self.sources.get(name, name)
+        return name if source == name else '%s (from %s)' % (name, source)
+
+    def tool_environment(self):
+        """The environment for the ceph/rbd tools: CEPH_ARGS holds only what the settings did not
+        take from it (the tools append it to their arguments: an option given to the module must not
+        be overridden by the environment)."""
+        env = dict(os.environ)
+        env.pop('CEPH_ARGS', None)
+        if self.extra_args:
+            env['CEPH_ARGS'] = ' '.join(self.extra_args)
+        return env
 
     @property
     def entity(self):
@@ -417,11 +459,15 @@ class RadosBackend(_Base):
             conf['keyring'] = self.keyring
         if s.mon_host:
             conf['mon_host'] = s.mon_host
-        conffile = s.conf if s.conf else ('' if s.mon_host else None)
+        # No conf: Ceph's default search (CEPH_CONF, then /etc/ceph/$cluster.conf), which the bindings
+        # do for conffile='' (None reads no file at all); with mon_host alone no file is read.
+        conffile = s.conf if s.conf else (None if s.mon_host else '')
         what = 'connect to Ceph cluster %r as %s%s' % (
             s.cluster, s.entity, (' (mon_host %s)' % s.mon_host) if s.mon_host else '')
         try:
             self.cluster = self.rados.Rados(clustername=s.cluster, rados_id=s.user, conffile=conffile, conf=conf)
+            if s.extra_args:  # the rest of CEPH_ARGS, as the tools give it to librados (conf_parse_argv)
+                self.cluster.conf_parse_argv(['volfence'] + s.extra_args)
             self.cluster.connect(timeout=s.timeout)
         except self.rados.Error as exc:
             self.cluster = None
@@ -577,7 +623,7 @@ class CliBackend(_Base):
 
     def __init__(self, settings, tmpdir=None, runner=None):
         super(CliBackend, self).__init__(settings, tmpdir)
-        self.runner = runner or _run
+        self.runner = runner or functools.partial(_run, env=settings.tool_environment())
 
     def connect(self):
         """Nothing to keep open: check that the tools are there (the first command connects)."""
@@ -748,7 +794,7 @@ def _which(tool):
     return None
 
 
-def _run(argv, timeout):
+def _run(argv, timeout, env=None):
     """(rc, stdout, stderr); rc -1 when the process had to be killed at `timeout`.
 
     The call runs in its own session (so its own process group), and at the timeout the whole
@@ -760,7 +806,7 @@ def _run(argv, timeout):
     try:
         # pylint: disable-next=ansible-bad-function
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                universal_newlines=True, start_new_session=True)
+                                universal_newlines=True, start_new_session=True, env=env)
     except OSError as exc:
         return 127, '', 'could not run %s: %s' % (argv[0], exc)
     try:

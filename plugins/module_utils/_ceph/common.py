@@ -33,11 +33,12 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_vi
 # --------------------------------------------------------------------------- shared options
 
 CEPH_ARGUMENT_SPEC = dict(
-    cluster=dict(type='str', default='ceph'),
+    # cluster, conf, keyring, user and mon_host fall back to CEPH_ARGS and CEPH_CONF (CephSettings)
+    cluster=dict(type='str'),
     conf=dict(type='path'),
     keyring=dict(type='path', no_log=False),
     key=dict(type='str', no_log=True),
-    user=dict(type='str', default='admin', aliases=['id']),
+    user=dict(type='str', aliases=['id']),
     mon_host=dict(type='str'),
     timeout=dict(type='int', default=30),
     backend=dict(type='str', default='auto', choices=['auto', 'rados', 'cli']),
@@ -45,6 +46,48 @@ CEPH_ARGUMENT_SPEC = dict(
 )
 
 CEPH_MUTUALLY_EXCLUSIVE = [('keyring', 'key')]
+
+# The options of CEPH_ARGS that name the cluster and the client, as the `ceph` CLI reads them
+# (src/ceph.in: CEPH_ARGS split on whitespace and appended to argv, then parse_cmdargs: -c/--conf,
+# --cluster, -i/--id/--user, -n/--name; librados' parse_argv: -k/--keyring, -m/--mon_host).
+_CEPH_ARGS_OPTIONS = {
+    '-c': 'conf', '--conf': 'conf', '-k': 'keyring', '--keyring': 'keyring', '--cluster': 'cluster',
+    '-i': 'user', '--id': 'user', '--user': 'user', '-n': 'name', '--name': 'name',
+    '-m': 'mon_host', '--mon_host': 'mon_host', '--mon-host': 'mon_host',
+}
+
+
+def ceph_environment(environ):
+    """What the environment says of the cluster, as Ceph's own tools read it: ({option: (value,
+    source)}, the rest of CEPH_ARGS as a list). Options: conf, keyring, cluster, user, mon_host.
+    CEPH_ARGS' -c wins over CEPH_CONF (the `ceph` CLI reads CEPH_CONF only when no -c is given);
+    the last of a repeated option wins, as in argparse. Raises ValueError for an option without
+    its value or a --name that is not a client's."""
+    found, rest = {}, []
+    words = (environ.get('CEPH_ARGS') or '').split()
+    index = 0
+    while index < len(words):
+        word = words[index]
+        flag, equals, value = word.partition('=')
+        name = _CEPH_ARGS_OPTIONS.get(flag if equals and flag.startswith('--') else word)
+        if name is None:
+            rest.append(word)
+            index += 1
+            continue
+        if not equals:
+            index += 1
+            if index >= len(words):
+                raise ValueError('CEPH_ARGS: %s needs a value: nothing was done' % word)
+            value = words[index]
+        index += 1
+        if name == 'name':
+            if not value.startswith('client.'):
+                raise ValueError('CEPH_ARGS: --name %s is not a client (client.<id>): nothing was done' % value)
+            name, value = 'user', value[len('client.'):]
+        found[name] = (value, 'CEPH_ARGS')
+    if 'conf' not in found and environ.get('CEPH_CONF'):
+        found['conf'] = (environ['CEPH_CONF'], 'CEPH_CONF')
+    return found, rest
 
 
 def ceph_argument_spec(**extra):

@@ -80,14 +80,19 @@ def _pod_ref(pod):
     return '%s/%s' % (pod['metadata'].get('namespace'), pod['metadata'].get('name'))
 
 
+# The bounds of the tracker's whole-number settings (the event source's DOCUMENTATION states them).
+SETTING_BOUNDS = dict(stuck_after=(0, 86400), node_lost_after=(0, 86400), max_failovers=(0, 10000),
+                      failover_window=(1, 7 * 86400))
+
+
 def check_settings(stuck_after, node_lost_after, max_failovers, failover_window, exclude_labels):
     """The source's settings, checked (ValueError names each wrong one). Returned as a dict."""
     problems = []
     values = {}
-    for name, value, low, high in (('stuck_after', stuck_after, 0, 86400),
-                                   ('node_lost_after', node_lost_after, 0, 86400),
-                                   ('max_failovers', max_failovers, 0, 10000),
-                                   ('failover_window', failover_window, 1, 7 * 86400)):
+    given = dict(stuck_after=stuck_after, node_lost_after=node_lost_after, max_failovers=max_failovers,
+                 failover_window=failover_window)
+    for name, (low, high) in SETTING_BOUNDS.items():
+        value = given[name]
         if isinstance(value, bool):
             problems.append('%s must be a whole number, not %r' % (name, value))
             continue

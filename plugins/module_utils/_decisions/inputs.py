@@ -34,6 +34,8 @@ CHECKERS = {'int': check_type_int, 'float': check_type_float, 'bool': check_type
 
 # Variables that are never a misspelt input.
 _NOT_TYPOS = re.compile(r'^(ansible_|inventory_|group_names$|groups$|hostvars$|omit$|playbook_dir$|play_)')
+# Extra vars that AWX / Automation Controller add to every job (awx_job_id, tower_user_name, ...).
+_SET_BY_CONTROLLERS = re.compile(r'^(awx_|tower_)')
 
 
 def show_value(value):
@@ -181,12 +183,15 @@ def _check_format(value, option, context, files):
     return None
 
 
-def check_inputs(playbook, entry, provided, *, context=None, other_names=(), files=None, epoch=None):
+def check_inputs(playbook, entry, provided, *, context=None, other_names=(), extra_var_names=(), files=None,
+                 epoch=None):
     """Check the provided inputs of a playbook against its argument spec entry.
 
     provided: {name: value} of the inputs that are set (extra vars, inventory).
     context: {'groups': {group: [hosts]}, 'local': {group: True when its first host connects locally}}.
     other_names: the names of the other variables that are set, to catch misspelt inputs.
+    extra_var_names: the names given as extra vars (-e, a job's extra variables): each must be an input,
+    since the playbook would ignore any other.
     Returns (values, problems): the inputs with their defaults and types, and one line per wrong input."""
     context = dict(context or {})
     files = files or FileChecks()
@@ -246,7 +251,14 @@ def check_inputs(playbook, entry, provided, *, context=None, other_names=(), fil
             fields = dict((k, '-'.join(str(i) for i in v) if isinstance(v, list) else v) for k, v in fields.items())
             if 'report_dir' in values and all(f in fields for f in re.findall(r'\{(\w+)\}', option['default_name'])):
                 values[name] = os.path.join(values['report_dir'], option['default_name'].format(**fields))
-    for other in sorted(set(other_names) - set(options)):
+    for other in sorted(set(extra_var_names) - set(options)):
+        if _NOT_TYPOS.match(other) or _SET_BY_CONTROLLERS.match(other):
+            continue
+        close = difflib.get_close_matches(other, list(options), 1, 0.85)
+        problems.append('%s: given as an extra var, but not an input of %s: the playbook would ignore it%s'
+                        % (other, playbook, '; did you mean %s?' % close[0] if close else
+                           ' (its inputs: %s)' % ', '.join(sorted(options))))
+    for other in sorted(set(other_names) - set(options) - set(extra_var_names)):
         if _NOT_TYPOS.match(other):
             continue
         close = difflib.get_close_matches(other, list(options), 1, 0.85)

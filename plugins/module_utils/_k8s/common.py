@@ -30,6 +30,7 @@ import copy
 import functools
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -340,6 +341,11 @@ class KubeApi(object):
                     raise K8sApiError('The Kubernetes API sent a watch event of %s that is not JSON' % path,
                                       method='GET', path=path)
 
+    def close_streams(self):
+        """End every watch of this client now (the transport's close_streams); how many were open."""
+        close = getattr(self.transport, 'close_streams', None)
+        return close() if close is not None else 0
+
     def create(self, path, body, what=None):
         return self.request('POST', path, body=body, what=what)
 
@@ -427,6 +433,8 @@ class _ClientTransport(object):
             api_client.set_default_header(name, value)
         self.client = DynamicClient(api_client, discoverer=_NoDiscovery)
         self.host = configuration.host.rstrip('/')
+        self._streams = set()   # the open watch responses, for close_streams()
+        self._streams_lock = threading.Lock()
 
     def __call__(self, method, url, body, headers, timeout):
         path, _sep, query = url.partition('?')
@@ -459,13 +467,32 @@ class _ClientTransport(object):
             raise TransportError(exc.reason or 'no answer')
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(transport_reason(exc))
+        with self._streams_lock:
+            self._streams.add(resp)
         try:
             yield from iter_resp_lines(resp)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(transport_reason(exc))
         finally:
+            with self._streams_lock:
+                self._streams.discard(resp)
             resp.close()
             resp.release_conn()
+
+    def close_streams(self):
+        """End every open watch now, from any thread (the EDA source, when it is stopped): its socket is
+        shut down, so the thread reading it gets an error at once instead of waiting for the server's
+        timeout, and the API server sees the watch end."""
+        with self._streams_lock:
+            streams = list(self._streams)
+        for resp in streams:
+            sock = getattr(getattr(resp, 'connection', None), 'sock', None)
+            try:
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:   # already closed
+                pass
+        return len(streams)
 
 
 def bounded_call(func, timeout, what):

@@ -6,13 +6,19 @@ collection's path); its events are collected from the queue it is given.
 """
 
 import asyncio
+import json
 import os
 import runpy
+import signal
+import subprocess
 import threading
 
 import pytest
 
 from k8s_helpers import COLLECTIONS, EMULATOR_ONLY, Builder, stamp, wait_until
+from labtools import REPO, ansible_env
+
+RULEBOOK_BIN = os.path.join(REPO, ".venv", "bin", "ansible-rulebook")
 
 SOURCE = os.path.join(COLLECTIONS, "ansible_collections", "volfence", "csi", "extensions", "eda", "plugins",
                       "event_source", "storage_incidents.py")
@@ -211,5 +217,122 @@ def test_an_expired_watch_and_a_restarted_api_server_lose_and_repeat_nothing(tmp
             run.wait("node-lost", "last", timeout=60)
             ids = [i["id"] for i in run.incidents()]
         assert sorted(i.split(":")[1] for i in ids) == ["after-compaction", "after-restart", "before", "last"], ids
+    finally:
+        server.stop()
+
+
+
+RULEBOOK = """
+- name: Watch until a node is lost (volfence.csi.storage_incidents)
+  hosts: all
+  sources:
+    - volfence.csi.storage_incidents:
+        kubeconfig: {kubeconfig}
+        watch_timeout: 3600
+  rules:
+    - name: Stop at the first lost node, as an activation is stopped
+      condition: event.incident.kind == "node-lost"
+      action:
+        shutdown:
+          message: a node was lost
+"""
+
+
+class RulebookRun(object):
+    """The real ansible-rulebook running RULEBOOK against an emulator of its own; `active()` is the number of
+    watches the emulator has open."""
+
+    def __init__(self, tmp_path):
+        from kubeemu.client import Admin, KubeClient
+        from kubeemu.server import EmulatorServer
+        self.tmp_path = tmp_path
+        self.server = EmulatorServer(port=0).start()
+        self.admin = Admin(self.server.url)
+        kubeconfig = self.server.write_kubeconfig(str(tmp_path / "kubeconfig"))
+        self.kube = KubeClient.from_kubeconfig(kubeconfig, timeout=30)
+        (tmp_path / "rulebook.yml").write_text(RULEBOOK.format(kubeconfig=json.dumps(kubeconfig)))
+        (tmp_path / "inventory.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n")
+        self.log = open(str(tmp_path / "rulebook.log"), "w")
+        self.proc = subprocess.Popen([RULEBOOK_BIN, "-r", str(tmp_path / "rulebook.yml"), "-i",
+                                      str(tmp_path / "inventory.yml"), "-v"], cwd=str(tmp_path),
+                                     env=ansible_env({"ANSIBLE_STDOUT_CALLBACK": "default"}), stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+
+    def active(self):
+        return self.admin.call("GET", "watches")["active"]
+
+    def output(self):
+        return (self.tmp_path / "rulebook.log").read_text()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        self.log.close()
+        self.server.stop()
+
+
+@pytest.fixture
+def rulebook_run(tmp_path):
+    if os.environ.get("KUBECONFIG"):
+        pytest.skip(EMULATOR_ONLY)
+    run = RulebookRun(tmp_path)
+    yield run
+    run.close()
+
+
+def watching(run):
+    """Wait until the source watches every kind it watches (or ansible-rulebook ended)."""
+    watched = len(runpy.run_path(SOURCE)["_collection_imports"]()[0].WATCHED)
+    assert wait_until(lambda: run.active() >= watched or run.proc.poll() is not None, 180), "the source never watched"
+    assert run.proc.poll() is None, run.output()[-3000:]
+    return watched
+
+
+def test_stopped_by_ansible_rulebook_the_source_closes_its_watches_itself(rulebook_run):
+    """The real ansible-rulebook stops its sources by cancelling them (here at a rule's `shutdown`): the
+    source's watches (3600 s each) are closed by the source, which says so, and the API server sees them end."""
+    run = rulebook_run
+    watched = watching(run)
+    run.kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "lost"}})
+    run.kube.request("PATCH", "/api/v1/nodes/lost/status", {"status": {"conditions": [
+        {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "lastHeartbeatTime": stamp(900),
+         "lastTransitionTime": stamp(900)}]}}, content_type="application/merge-patch+json")
+    run.kube.create(LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "lost"},
+                             "spec": {"holderIdentity": "lost", "renewTime": stamp(900).replace("Z", ".000000Z")}})
+    assert run.proc.wait(120) == 0, run.output()[-3000:]
+    output = run.output()
+    assert "stopped: %d watch(es) closed, 0 thread(s) still ending" % watched in output, output[-3000:]
+    assert wait_until(lambda: run.active() == 0, 30), "%d watches still open" % run.active()
+    assert "Traceback" not in output, output[-3000:]
+
+
+def test_a_terminated_ansible_rulebook_leaves_no_watch_open(rulebook_run):
+    """SIGTERM, as an EDA controller stops an activation's container: this ansible-rulebook (its JVM's signal
+    handling) ends at once, without cancelling its sources; its watches end with the process."""
+    run = rulebook_run
+    watching(run)
+    run.proc.send_signal(signal.SIGTERM)
+    run.proc.wait(120)
+    assert wait_until(lambda: run.active() == 0, 30), "%d watches still open" % run.active()
+
+
+def test_cancelled_the_source_closes_its_watches_while_its_process_lives_on(tmp_path):
+    """Emulator-only (its count of open watches). In one process that goes on (as ansible-rulebook's does until
+    every source has ended), a cancelled source's watches end at once, not after watch_timeout (3600 s)."""
+    if os.environ.get("KUBECONFIG"):
+        pytest.skip(EMULATOR_ONLY)
+    from kubeemu.client import Admin
+    from kubeemu.server import EmulatorServer
+    server = EmulatorServer(port=0).start()
+    try:
+        admin = Admin(server.url)
+        kubeconfig = server.write_kubeconfig(str(tmp_path / "kubeconfig"))
+        watched = len(runpy.run_path(SOURCE)["_collection_imports"]()[0].WATCHED)
+        with SourceRun(kubeconfig, watch_timeout=3600) as run:
+            assert wait_until(lambda: admin.call("GET", "watches")["active"] >= watched or run.error, 60), run.error
+        assert not run.thread.is_alive() and run.error is None, run.error
+        assert wait_until(lambda: admin.call("GET", "watches")["active"] == 0, 30), (
+            "%d watches still open" % admin.call("GET", "watches")["active"])
     finally:
         server.stop()

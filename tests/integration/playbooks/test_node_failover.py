@@ -6,7 +6,7 @@ import os
 import pytest
 
 from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import REPO, run_playbook, running_elsewhere
+from labtools import REPO, kubectl, run_playbook, running_elsewhere
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -44,14 +44,31 @@ def replacement(kube, state, report):
     return new
 
 
+def told(kube, since):
+    """The Events volfence.csi posted (core/v1, as `kubectl get events` lists them) that `since` did not hold:
+    (reason, kind, namespace/name, message) in the order they were posted."""
+    seen = set(e["metadata"]["uid"] for e in since)
+    events = [e for e in kube.list("events") if e.get("reportingComponent") == "volfence.csi"
+              and e["metadata"]["uid"] not in seen]
+    events.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
+    return [(e["reason"], e["involvedObject"]["kind"], "/".join(filter(None, (
+        e["involvedObject"].get("namespace"), e["involvedObject"]["name"]))), e["message"]) for e in events]
+
+
+def volfence_events(kube):
+    return [e for e in kube.list("events") if e.get("reportingComponent") == "volfence.csi"]
+
+
 def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, lab_inventory, tmp_path):
     lab, state, kube = stale_rbd_watcher
     extra = {"failed_node": "node-b", "lease_grace_seconds": 3, "report_path": str(tmp_path / "r.json"),
              "wait_timeout": 60}
     assert_left_by_kubernetes(kube, state)
     before = blocklist(lab)
+    events_before = volfence_events(kube)
     check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]
+    assert told(kube, events_before) == []   # a check run posts nothing
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["check_mode"] is True and report["fence_plan"]["fence"] == state["watchers"]
     assert blocklist(lab) == before
@@ -71,9 +88,25 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
     assert kube.find("pods", state["old_pod"], "default") is None
     new = replacement(kube, state, report)
     assert [w["address"].split(":")[0] for w in lab.watchers(state["image"])] == [lab.nodes[new["spec"]["nodeName"]]]
+    # issue 35: the cluster tells the story, one Event per action on its object, with the report and the invariant
+    story = told(kube, events_before)
+    removed = report["volumeattachments_removed"]
+    assert len(removed) == 1, report
+    assert [(reason, kind, name) for reason, kind, name, _m in story] == [
+        ("NodeFenced", "Node", "node-b"), ("OutOfServiceTaintAdded", "Node", "node-b"),
+        ("PodForceDeleted", "Pod", "default/" + state["old_pod"]),
+        ("VolumeAttachmentDeleted", "VolumeAttachment", removed[0]),
+        ("ReplacementRunning", "PersistentVolumeClaim", "default/" + state["pvc"])], story
+    for _reason, _kind, _name, message in story:
+        assert "report: %s" % extra["report_path"] in message and "docs/safety.md" in message, message
+    assert state["watchers"][0] in story[0][3] and new["metadata"]["name"] in story[4][3]
+    described = kubectl(lab, "describe", "pvc", state["pvc"], "-n", "default") + kubectl(lab, "describe", "node", "node-b")
+    assert "ReplacementRunning" in described and "NodeFenced" in described and "volfence.csi" in described
+    events_after = volfence_events(kube)
 
     again = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert again.rc == 0, again.stdout[-3000:]
+    assert told(kube, events_after) == []   # nothing done again, nothing told again
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["fence_plan"]["fence"] == [] and report["pods_force_deleted"] == []
     changed = [r["_task"] for host in ("k8s-api", "ceph-admin") for r in again.results(host)
@@ -94,6 +127,22 @@ def test_refuses_a_ready_node_and_changes_nothing(clean_lab, lab_inventory, tmp_
     assert missing.rc != 0 and "no node named node-z (the cluster's nodes: node-a, node-b, node-c)" in missing.stdout
     unset = run_playbook(lab_inventory, PLAYBOOK, {"report_path": str(tmp_path / "r.json")})
     assert unset.rc != 0 and "failed_node: required (the node that died)" in unset.stdout
+
+
+def test_an_extra_var_that_is_no_input_is_named_and_nothing_is_done(stale_rbd_watcher, lab_inventory, tmp_path):
+    """-e backend=cli reads like a module option; the playbook would ignore it: refused before anything is read
+    or written."""
+    lab, state, kube = stale_rbd_watcher
+    before = blocklist(lab)
+    run = run_playbook(lab_inventory, PLAYBOOK, {"failed_node": "node-b", "report_path": str(tmp_path / "r.json"),
+                                                 "backend": "cli", "wait_timout": 60})
+    assert run.rc != 0
+    assert "backend: given as an extra var, but not an input of node_failover: the playbook would ignore it" in run.stdout
+    assert "wait_timout: given as an extra var, but not an input of node_failover: the playbook would ignore it; " \
+        "did you mean wait_timeout?" in run.stdout
+    assert blocklist(lab) == before and lab.watchers(state["image"]) != []
+    assert_left_by_kubernetes(kube, state)
+    assert "node.kubernetes.io/out-of-service" not in [t["key"] for t in kube.get("nodes", "node-b")["spec"].get("taints") or []]
 
 
 def test_failover_with_a_networkfence(stale_rbd_watcher, lab_inventory, tmp_path):

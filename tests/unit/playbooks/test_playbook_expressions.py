@@ -18,8 +18,9 @@ from jinja2 import Environment, nodes
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 PLAYBOOKS = os.path.join(REPO, 'playbooks')
 
-# Half of what node_failover.yml held before its steps became task files and its report a filter.
-EXPRESSION_BUDGET = 70
+# node_failover.yml held 157 before its steps became task files and its report a filter, 70 after; the
+# Events task (issue 35) adds two: at most 72, still under half of 157.
+EXPRESSION_BUDGET = 72
 # Keywords whose string value is a Jinja expression without {{ }}.
 CONDITIONALS = ('when', 'that', 'failed_when', 'changed_when', 'until')
 INCLUDES = ('include_tasks', 'import_tasks', 'ansible.builtin.include_tasks', 'ansible.builtin.import_tasks')

@@ -14,7 +14,7 @@ class RType:
     def __init__(self, group, version, plural, kind, namespaced, short_names=(),
                  singular=None, status=False, scale=False, generation=False,
                  return_deleted=False, extra_subresources=(), categories=(),
-                 custom=False, printer_columns=None, list_kind=None):
+                 custom=False, printer_columns=None, list_kind=None, view_of=None):
         self.group = group
         self.version = version
         self.plural = plural
@@ -31,6 +31,9 @@ class RType:
         self.custom = custom
         self.printer_columns = printer_columns or []
         self.list_kind = list_kind or (kind + "List")
+        # another group's view of a stored type, (group, version, plural): events.k8s.io/v1 Events are
+        # core/v1 Events, converted on the way in and out (kubeemu.events)
+        self.view_of = view_of
 
     @property
     def api_version(self):
@@ -38,7 +41,9 @@ class RType:
 
     @property
     def tkey(self):
-        """Storage key: all versions of one group/plural share storage."""
+        """Storage key: all versions of one group/plural share storage (a view shares its type's)."""
+        if self.view_of:
+            return (self.view_of[0], self.view_of[2])
         return (self.group, self.plural)
 
     @property
@@ -91,6 +96,7 @@ def builtin_types():
         _b("", "v1", "pods", "Pod", True, ["po"], status=True, return_deleted=True,
            extra_subresources=["eviction", "binding"], categories=["all"]),
         _b("", "v1", "events", "Event", True, ["ev"]),
+        _b("events.k8s.io", "v1", "events", "Event", True, ["ev"], view_of=("", "v1", "events")),
         _b("", "v1", "persistentvolumes", "PersistentVolume", False, ["pv"], status=True,
            return_deleted=True),
         _b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ["pvc"], status=True,

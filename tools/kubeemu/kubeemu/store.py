@@ -16,7 +16,7 @@ import threading
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from . import registry
+from . import events, registry
 from .patch import PatchError, json_patch, merge_patch, strategic_merge
 from .selectors import (SelectorError, field_match, label_match,
                         parse_field_selector, parse_label_selector)
@@ -295,6 +295,8 @@ class Store:
         self._emit(etype, rt.tkey, obj, old)
 
     def _versioned(self, rt, obj):
+        if rt.view_of:
+            return events.from_core(obj, rt.api_version)
         if obj.get("apiVersion") != rt.api_version:
             obj = dict(obj, apiVersion=rt.api_version)
         return obj
@@ -523,6 +525,8 @@ class Store:
             return self._versioned(rt, self._get_or_404(rt, ns, name))
 
     def list(self, rt, ns=None, label_selector=None, field_selector=None, limit=None, cont=None):
+        if rt.view_of:
+            field_selector = events.field_selector_to_core(field_selector)
         try:
             lreqs = parse_label_selector(label_selector)
             freqs = parse_field_selector(field_selector)
@@ -564,6 +568,19 @@ class Store:
     # --------------------------------------------------------------- create
     def create(self, rt, ns, body, dry_run=False):
         self._check_body(rt, body)
+        if rt.view_of:
+            # events.k8s.io/v1: validated as that group's create is, stored as the core/v1 Event
+            md = body.get("metadata") or {}
+            try:
+                body = events.with_micro_times(body)
+            except ValueError as exc:
+                raise bad_request('Event in version "v1" cannot be handled as a Event: %s' % exc)
+            problems = events.create_problems(body, ns or md.get("namespace"))
+            if problems:
+                raise invalid(rt, md.get("name") or md.get("generateName") or "", problems)
+            core = events.to_core(dict(body, apiVersion=None, kind=None))
+            core = dict((k, v) for k, v in core.items() if k not in ("apiVersion", "kind"))
+            return self._versioned(rt, self.create(self.types[rt.view_of], ns, core, dry_run))
         obj = dcopy(body)
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
@@ -631,6 +648,7 @@ class Store:
 
     # --------------------------------------------------------------- update
     def update(self, rt, ns, name, body, sub=None, dry_run=False, _from_patch=False):
+        self._no_view_writes(rt)
         self._check_body(rt, body)
         with self.lock:
             cur = self._get_or_404(rt, ns, name)
@@ -727,9 +745,16 @@ class Store:
     PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
                    "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 
+    @staticmethod
+    def _no_view_writes(rt):
+        if rt.view_of:   # stricter than the API server (kubeemu.events)
+            raise ApiError(405, "MethodNotAllowed", "kubeemu: %s/%s is served for create, get, list, watch and "
+                           "delete only" % (rt.api_version, rt.plural))
+
     def patch(self, rt, ns, name, raw, content_type, sub=None, dry_run=False,
               field_manager=None, force=False):
         """Returns (object, created)."""
+        self._no_view_writes(rt)
         ct = (content_type or "").split(";")[0].strip().lower()
         if ct not in self.PATCH_TYPES:
             raise ApiError(415, "UnsupportedMediaType",
@@ -1027,6 +1052,8 @@ class Store:
     # ----------------------------------------------------------------- watch
     def watch(self, rt, ns=None, label_selector=None, field_selector=None, rv=None,
               send_initial=False):
+        if rt.view_of:
+            field_selector = events.field_selector_to_core(field_selector)
         try:
             lreqs = parse_label_selector(label_selector)
             freqs = parse_field_selector(field_selector)

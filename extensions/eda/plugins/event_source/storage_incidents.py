@@ -32,51 +32,143 @@ description:
     Needs the kubernetes Python library and the kubernetes.core collection where ansible-rulebook runs.
 options:
   kubeconfig:
-    description: Path of a kubeconfig (or K8S_AUTH_KUBECONFIG; by default ~/.kube/config or in-cluster).
+    description:
+      - Path of a kubeconfig (or E(K8S_AUTH_KUBECONFIG); by default C(~/.kube/config) or in-cluster).
+    type: path
+    required: false
   context:
-    description: Its context (or K8S_AUTH_CONTEXT).
+    description:
+      - Its context (or E(K8S_AUTH_CONTEXT)).
+    type: str
+    required: false
   host:
-    description: API server URL (or K8S_AUTH_HOST).
+    description:
+      - API server URL (or E(K8S_AUTH_HOST)).
+    type: str
+    required: false
   api_key:
-    description: Bearer token (or K8S_AUTH_API_KEY).
+    description:
+      - Bearer token (or E(K8S_AUTH_API_KEY)).
+    type: str
+    required: false
+  username:
+    description:
+      - User name of basic authentication (or E(K8S_AUTH_USERNAME)).
+    type: str
+    required: false
+  password:
+    description:
+      - Its password (or E(K8S_AUTH_PASSWORD)).
+    type: str
+    required: false
   validate_certs:
-    description: Verify the API server's certificate (or K8S_AUTH_VERIFY_SSL).
+    description:
+      - Verify the API server's certificate (or E(K8S_AUTH_VERIFY_SSL)).
+    type: bool
+    required: false
   ca_cert:
-    description: CA bundle of the API server (or K8S_AUTH_SSL_CA_CERT).
+    description:
+      - CA bundle of the API server (or E(K8S_AUTH_SSL_CA_CERT)).
+    type: path
+    required: false
   client_cert:
-    description: Client certificate (or K8S_AUTH_CERT_FILE).
+    description:
+      - Client certificate (or E(K8S_AUTH_CERT_FILE)).
+    type: path
+    required: false
   client_key:
-    description: Client key (or K8S_AUTH_KEY_FILE).
+    description:
+      - Client key (or E(K8S_AUTH_KEY_FILE)).
+    type: path
+    required: false
+  proxy:
+    description:
+      - HTTP proxy URL (or E(K8S_AUTH_PROXY)).
+    type: str
+    required: false
+  impersonate_user:
+    description:
+      - User to impersonate (or E(K8S_AUTH_IMPERSONATE_USER)).
+    type: str
+    required: false
+  impersonate_groups:
+    description:
+      - Groups to impersonate (or E(K8S_AUTH_IMPERSONATE_GROUPS)).
+    type: list
+    elements: str
+    required: false
   stuck_after:
-    description: Seconds a pod waits to start before it is an incident; also how long a
-      VolumeAttachment's detach may fail.
+    description:
+      - Seconds a pod waits to start before it is an incident; also how long a VolumeAttachment's detach
+        may fail.
+      - From 0 to 86400.
+    type: int
+    required: false
     default: 60
   node_lost_after:
-    description: Seconds a not Ready node's Lease must be unrenewed before it is lost (use node_failover's
-      lease_grace_seconds).
+    description:
+      - Seconds a not Ready node's Lease must be unrenewed before it is lost (use node_failover's
+        C(lease_grace_seconds)).
+      - From 0 to 86400.
+    type: int
+    required: false
     default: 120
   max_failovers:
-    description: Nodes let through to failover in I(failover_window) seconds; more are reported with
-      C(failover.allowed=false). 0 lets none through.
+    description:
+      - Nodes let through to failover in O(failover_window) seconds; more are reported with
+        C(failover.allowed=false). 0 lets none through.
+      - From 0 to 10000.
+    type: int
+    required: false
     default: 1
   failover_window:
-    description: Seconds of the failover budget's window.
+    description:
+      - Seconds of the failover budget's window.
+      - From 1 to 604800.
+    type: int
+    required: false
     default: 3600
   exclude_labels:
-    description: Label keys of nodes never let through to failover.
+    description:
+      - Label keys of nodes never let through to failover.
+    type: list
+    elements: str
+    required: false
     default: [volfence.csi/no-auto-failover]
   interval:
-    description: Seconds between evaluations (time-based rules such as node_lost_after need them).
+    description:
+      - Seconds between evaluations (time-based rules such as O(node_lost_after) need them).
+      - Above 0, at most 86400.
+    type: float
+    required: false
     default: 1
   watch_timeout:
-    description: Seconds a watch request lasts before it is resumed.
+    description:
+      - Seconds a watch request lasts before it is resumed.
+      - Above 0, at most 86400.
+    type: float
+    required: false
     default: 300
   backoff_max:
-    description: Longest wait, in seconds, between attempts to list or watch again after a failure.
+    description:
+      - Longest wait, in seconds, between attempts to list or watch again after a failure.
+      - Above 0, at most 86400.
+    type: float
+    required: false
     default: 30
   request_timeout:
-    description: Seconds a list request may take.
+    description:
+      - Seconds a list request may take.
+      - Above 0, at most 86400.
+    type: float
+    required: false
     default: 30
+notes:
+  - Every option is checked before anything connects; a wrong one stops the source with one message
+    naming each (ansible-rulebook shows it), not a traceback.
+  - C(extensions/eda/schemas/storage_incidents.schema.json) in the collection is the JSON schema of
+    these options, for editors and for checking a rulebook's source arguments before it is run.
+  - When ansible-rulebook stops the source (cancellation), its watches are closed at once.
 """
 
 EXAMPLES = r"""
@@ -102,6 +194,7 @@ import logging
 import os
 import sys
 import threading
+import time
 
 LOG = logging.getLogger('volfence.csi.storage_incidents')
 
@@ -125,43 +218,103 @@ def _collection_imports():
 
 AUTH_OPTIONS = ('kubeconfig', 'context', 'host', 'api_key', 'validate_certs', 'ca_cert', 'client_cert',
                 'client_key', 'proxy', 'username', 'password', 'impersonate_user', 'impersonate_groups')
-SETTINGS = dict(stuck_after=60, node_lost_after=120, max_failovers=1, failover_window=3600,
-                exclude_labels=['volfence.csi/no-auto-failover'], interval=1, watch_timeout=300, backoff_max=30,
-                request_timeout=30)
+# The seconds settings; the tracker's whole-number settings are bounded by incidents.SETTING_BOUNDS.
+SECONDS_MAX = 86400
+_TYPES = {'int': (int,), 'float': (int, float), 'bool': (bool,), 'str': (str,), 'path': (str,), 'list': (list,)}
+_TYPE_WORDS = dict(int='a whole number', float='a number', bool='true or false', list='a list of strings')
+
+
+def options():
+    """{name: option} of DOCUMENTATION: the one place the options, their types and defaults are said."""
+    import yaml  # ansible-rulebook's own dependency
+    return yaml.safe_load(DOCUMENTATION)['options']
+
+
+def _typed(name, value, option):
+    """(value as its option's type, problem or None). A rulebook variable substituted into the source's
+    args may come as text: '30' for an int or a float is taken."""
+    kind = option.get('type', 'str')
+    if isinstance(value, str) and kind in ('int', 'float'):
+        try:
+            value = int(value) if kind == 'int' else float(value)
+        except ValueError:
+            return value, '%s must be %s, not %r' % (name, 'a whole number' if kind == 'int' else 'a number', value)
+    if kind == 'bool' and isinstance(value, str) and value.strip().lower() in ('true', 'false', 'yes', 'no'):
+        value = value.strip().lower() in ('true', 'yes')
+    if kind == 'list' and isinstance(value, str):
+        value = [value]
+    if isinstance(value, bool) and kind != 'bool' or not isinstance(value, _TYPES[kind]):
+        return value, '%s must be %s, not %r' % (name, _TYPE_WORDS.get(kind, 'a string'), value)
+    if kind == 'list' and not all(isinstance(item, str) and item for item in value):
+        return value, '%s must be a list of strings, not %r' % (name, value)
+    return value, None
 
 
 def settings_of(args):
-    """The source's settings from its args, with defaults; ValueError names every unknown or wrong one."""
+    """The source's settings from its args, with their defaults, and its connection options: every
+    option checked against DOCUMENTATION (type, bounds), before anything connects. ValueError names
+    every unknown or wrong one, in one message."""
+    incidents = _collection_imports()[0]
     args = dict(args or {})
     args.pop('eda_internal', None)   # ansible-rulebook's own keys, when it passes them
-    unknown = sorted(k for k in args if k not in SETTINGS and k not in AUTH_OPTIONS)
+    documented = options()
+    problems = []
+    unknown = sorted(k for k in args if k not in documented)
     if unknown:
-        raise ValueError('volfence.csi.storage_incidents: unknown option(s) %s (options: %s)' % (
-            ', '.join(unknown), ', '.join(sorted(list(SETTINGS) + list(AUTH_OPTIONS)))))
-    settings = dict(SETTINGS)
-    settings.update((k, v) for k, v in args.items() if k in SETTINGS)
-    for name in ('interval', 'watch_timeout', 'backoff_max', 'request_timeout'):
-        value = settings[name]
-        if isinstance(value, str):   # a rulebook variable substituted into the source's args
-            try:
-                value = settings[name] = float(value)
-            except ValueError:
-                pass
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
-            raise ValueError('volfence.csi.storage_incidents: %s must be a number of seconds between 0 and 86400, '
-                             'not %r' % (name, value))
-    return settings, dict((k, v) for k, v in args.items() if k in AUTH_OPTIONS and v is not None)
+        problems.append('unknown option(s) %s (options: %s)' % (', '.join(unknown), ', '.join(sorted(documented))))
+    values = {}
+    for name, option in documented.items():
+        value = args.get(name, option.get('default'))
+        if value is None:
+            continue
+        value, problem = _typed(name, value, option)
+        if problem is None and option.get('type') == 'float' and not 0 < value <= SECONDS_MAX:
+            problem = '%s must be a number of seconds above 0, at most %d, not %r' % (name, SECONDS_MAX, value)
+        if problem is None and name in incidents.SETTING_BOUNDS:
+            low, high = incidents.SETTING_BOUNDS[name]
+            if not low <= value <= high:
+                problem = '%s must be between %d and %d, not %d' % (name, low, high, value)
+        if problem:
+            problems.append(problem)
+        else:
+            values[name] = value
+    if problems:
+        raise ValueError('volfence.csi.storage_incidents: %s; nothing was started' % '; '.join(problems))
+    settings = dict((k, v) for k, v in values.items() if k not in AUTH_OPTIONS)
+    return settings, dict((k, v) for k, v in values.items() if k in AUTH_OPTIONS)
+
+
+def options_schema():
+    """The JSON schema of the source's arguments (extensions/eda/schemas/storage_incidents.schema.json is
+    this, written out; a unit test keeps the two the same)."""
+    incidents = _collection_imports()[0]
+    json_types = dict(int='integer', float='number', bool='boolean', str='string', path='string', list='array')
+    properties = {}
+    for name, option in options().items():
+        prop = dict(type=json_types[option.get('type', 'str')], description=' '.join(option['description']))
+        if option.get('type') == 'list':
+            prop['items'] = dict(type='string', minLength=1)
+        if 'default' in option:
+            prop['default'] = option['default']
+        if option.get('type') == 'float':
+            prop.update(exclusiveMinimum=0, maximum=SECONDS_MAX)
+        if name in incidents.SETTING_BOUNDS:
+            prop.update(minimum=incidents.SETTING_BOUNDS[name][0], maximum=incidents.SETTING_BOUNDS[name][1])
+        properties[name] = prop
+    return {'$schema': 'http://json-schema.org/draft-07/schema#', 'title': 'volfence.csi.storage_incidents',
+            'type': 'object', 'additionalProperties': False, 'properties': properties}
 
 
 async def main(queue, args):
-    """Put {"incident": {...}} on `queue` for each new incident, until cancelled."""
+    """Put {"incident": {...}} on `queue` for each new incident, until cancelled (it never returns): every
+    option is checked before anything connects, and cancellation closes the watches."""
     incidents, common, watch = _collection_imports()
     settings, auth = settings_of(args)
     tracker = incidents.IncidentTracker(stuck_after=settings['stuck_after'], node_lost_after=settings['node_lost_after'],
                                         max_failovers=settings['max_failovers'],
                                         failover_window=settings['failover_window'],
                                         exclude_labels=settings['exclude_labels'])
-    auth['request_timeout'] = int(settings['request_timeout'])
+    auth['request_timeout'] = max(1, int(settings['request_timeout']))
     loop = asyncio.get_running_loop()
     api = await loop.run_in_executor(None, common.connect_params, auth)
     updates = asyncio.Queue()
@@ -179,7 +332,7 @@ async def main(queue, args):
     for kind, (path, selector) in sorted(incidents.WATCHED.items()):
         watches.append(watch.ListWatch(api, kind, path, field_selector=selector,
                                        watch_timeout=settings['watch_timeout'], backoff_max=settings['backoff_max']))
-    watch.start_watches(watches, deliver, stop)
+    threads = watch.start_watches(watches, deliver, stop)
     try:
         while True:
             try:
@@ -201,7 +354,14 @@ async def main(queue, args):
                 LOG.info('incident %s', incident['id'])
                 await queue.put(dict(incident=incident))
     finally:
+        # stopped (ansible-rulebook cancels its sources): the open watches end now, not at their timeout
         stop.set()
+        closed = api.close_streams()
+        deadline = time.monotonic() + 5   # a thread in a list request ends with it (request_timeout)
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        LOG.info('stopped: %d watch(es) closed, %d thread(s) still ending', closed,
+                 sum(1 for thread in threads if thread.is_alive()))
 
 
 if __name__ == '__main__':

@@ -8,6 +8,7 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import threading
 import time
 
@@ -606,3 +607,57 @@ def test_module_session_when_connecting_fails_names_no_client(monkeypatch):
         with _ceph_client.module_session(_SessionModule()):
             raise AssertionError('the block must not run without a client')
     assert ended.value.args[0]['msg'] == 'cannot connect as client.admin'
+
+
+# ----------------------------------------------------------------------------- the environment Ceph's tools read
+
+def unset(**kw):
+    """A module's params with the options CEPH_ARGS may fill left unset (as the user left them)."""
+    return params(**dict(dict(cluster=None, user=None), **kw))
+
+
+def test_ceph_args_and_ceph_conf_fill_what_the_options_leave_unset(tmp_path):
+    conf, keyring, other = tmp_path / 'lab.conf', tmp_path / 'lab.keyring', tmp_path / 'other.conf'
+    for path in (conf, keyring, other):
+        path.write_text(u'[global]\n')
+    environ = dict(CEPH_CONF=str(other),
+                   CEPH_ARGS='-c %s -k %s -n client.ops --cluster lab --connect-timeout 10' % (conf, keyring))
+    s = CephSettings(unset(), environ=environ)
+    assert (s.conf, s.keyring, s.user, s.cluster) == (str(conf), str(keyring), 'ops', 'lab')
+    assert s.extra_args == ['--connect-timeout', '10']   # the tools still get what the settings did not take
+    assert s.said('conf') == 'conf (from CEPH_ARGS)'
+    # an option given to the module wins; CEPH_CONF is read when CEPH_ARGS has no -c, as `ceph` does
+    s = CephSettings(unset(user='admin', cluster='ceph'), environ=dict(CEPH_CONF=str(other), CEPH_ARGS='--id=ops'))
+    assert (s.conf, s.user, s.cluster, s.extra_args) == (str(other), 'admin', 'ceph', [])
+    assert s.said('conf') == 'conf (from CEPH_CONF)' and s.said('user') == 'user'
+    s = CephSettings(unset(), environ={})
+    assert (s.conf, s.keyring, s.user, s.cluster, s.mon_host) == (None, None, 'admin', 'ceph', None)
+
+
+@pytest.mark.parametrize('ceph_args, message', [
+    ('-k', 'CEPH_ARGS: -k needs a value: nothing was done'),
+    ('--name osd.0', 'CEPH_ARGS: --name osd.0 is not a client (client.<id>): nothing was done'),
+    ('--id -x', 'user (from CEPH_ARGS) \'-x\' starts with "-"'),
+])
+def test_a_bad_ceph_args_is_named(ceph_args, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CephSettings(unset(), environ=dict(CEPH_ARGS=ceph_args))
+
+
+def test_a_conf_from_the_environment_that_is_missing_says_where_it_came_from(tmp_path):
+    with pytest.raises(CephConnectionError, match=re.escape('conf (from CEPH_CONF) file %s/none.conf does not exist'
+                                                            % tmp_path)):
+        CephSettings(unset(), environ=dict(CEPH_CONF=str(tmp_path / 'none.conf')))
+
+
+def test_the_tools_get_only_what_the_settings_left_of_ceph_args(monkeypatch, tmp_path):
+    """The ceph CLI appends CEPH_ARGS to its argv (the last option wins): an option given to the module
+    must not be overridden by it, so the tools see only the rest."""
+    keyring = tmp_path / 'k'
+    keyring.write_text(u'')
+    monkeypatch.setenv('CEPH_ARGS', '-k %s --id ops --rados_mon_op_timeout 7' % keyring)
+    s = CephSettings(unset(user='admin'))
+    assert s.user == 'admin' and s.keyring == str(keyring)
+    assert s.tool_environment()['CEPH_ARGS'] == '--rados_mon_op_timeout 7'
+    monkeypatch.setenv('CEPH_ARGS', '--id ops')
+    assert 'CEPH_ARGS' not in CephSettings(unset()).tool_environment()

@@ -83,7 +83,14 @@ def test_the_options_name_one_image_or_none():
     assert image_spec_of(dict(image_spec=None, pool=None, namespace='', image=None)) is None
     assert image_spec_of(dict(image_spec='rbd/ns/img')) == ImageSpec('rbd', 'ns', 'img')
     assert image_spec_of(dict(pool='rbd', namespace='', image='img')) == ImageSpec('rbd', '', 'img')
-    with pytest.raises(ValueError, match="pool None is not a valid name"):
+    # as the rbd tool takes it: image=pool/image, image=pool/namespace/image
+    assert image_spec_of(dict(pool=None, namespace='', image='rbd/img')) == ImageSpec('rbd', '', 'img')
+    assert image_spec_of(dict(image='rbd/ns/img')) == ImageSpec('rbd', 'ns', 'img')
+    with pytest.raises(ValueError, match="image img needs its pool: give image=<pool>/img"):
         image_spec_of(dict(image='img'))
+    with pytest.raises(ValueError, match="image rbd/img already names its pool"):
+        image_spec_of(dict(pool='rbd', image='rbd/img'))
+    with pytest.raises(ValueError, match="pool rbd needs image"):
+        image_spec_of(dict(pool='rbd', image=None))
     with pytest.raises(ValueError, match=r"image_spec 'rbd/a/b/c' must be pool/image or pool/namespace/image"):
         image_spec_of(dict(image_spec='rbd/a/b/c'))

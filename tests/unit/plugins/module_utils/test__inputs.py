@@ -177,6 +177,24 @@ def test_a_misspelt_input_is_named_with_the_likely_one():
     assert problems == ['wait_timout: not an input of node_failover; did you mean wait_timeout?']
 
 
+def test_an_extra_var_that_is_no_input_is_named_and_nothing_else_is_checked_away():
+    """-e backend=cli or -e command_prefix=... look like options of the modules; the playbook would ignore
+    them, so they are refused, close names with the likely input, others with the list of inputs."""
+    extra = ['backend', 'wait_timout', 'failed_node', 'ansible_eda', 'awx_job_id', 'tower_user_name']
+    provided = dict(REQUIRED['node_failover'], wait_timout=5, backend='cli')
+    values, problems = check_inputs('node_failover', SPECS['node_failover'], provided, context=CONTEXT,
+                                    other_names=list(provided) + ['lab_node_ip'], extra_var_names=extra)
+    inputs = ', '.join(sorted(SPECS['node_failover']['options']))
+    assert problems == [
+        'backend: given as an extra var, but not an input of node_failover: the playbook would ignore it '
+        '(its inputs: %s)' % inputs,
+        'wait_timout: given as an extra var, but not an input of node_failover: the playbook would ignore it; '
+        'did you mean wait_timeout?']
+    # an inventory variable that is no input is the inventory's business (only a near miss is named)
+    values, problems = check('node_failover', {}, other_names=['backend', 'command_prefix'])
+    assert problems == []
+
+
 def test_the_report_is_named_once_per_run_in_report_dir(tmp_path):
     values, problems = check_inputs('node_failover', SPECS['node_failover'], {'failed_node': 'node-b', 'report_dir': str(tmp_path)},
                                     context=CONTEXT, epoch=1700000000)

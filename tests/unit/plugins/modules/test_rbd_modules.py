@@ -345,7 +345,8 @@ def test_rbd_lock_info_says_why_librbd_could_not_name_the_owners(monkeypatch, ca
 
 def test_rbd_lock_breaks_the_image_its_spec_names(monkeypatch, capsys):
     """image_spec names the same image as pool, namespace and image: the same lock is broken."""
-    for args in (dict(image_spec='rbd/ns/img'), dict(pool='rbd', namespace='ns', image='img')):
+    for args in (dict(image_spec='rbd/ns/img'), dict(pool='rbd', namespace='ns', image='img'),
+                 dict(image='rbd/ns/img')):
         client = FakeRbd(locks={'rbd/ns/img': kubelet_lock(), 'rbd/img': kubelet_lock()})
         out = run(rbd_lock, dict(args, state='absent', lock_id='kubelet_lock_magic_*'), monkeypatch, capsys, client)
         assert out['changed'] and [b[0] for b in client.broken] == ['rbd/ns/img']
@@ -357,7 +358,9 @@ def test_rbd_watchers_info_reads_the_image_its_spec_names(monkeypatch, capsys):
     by_spec = run(rbd_watchers_info, dict(image_spec='rbd/ns/a', node_addresses=NODE_IPS), monkeypatch, capsys, client)
     by_parts = run(rbd_watchers_info, dict(pool='rbd', namespace='ns', image='a', node_addresses=NODE_IPS),
                    monkeypatch, capsys, client)
-    assert not by_spec.get('failed') and by_spec['images'] == by_parts['images']
+    # as the rbd tool takes it (`rbd status rbd/ns/a`)
+    as_typed = run(rbd_watchers_info, dict(image='rbd/ns/a', node_addresses=NODE_IPS), monkeypatch, capsys, client)
+    assert not by_spec.get('failed') and by_spec['images'] == by_parts['images'] == as_typed['images']
     assert by_spec['images'][0]['spec'] == 'rbd/ns/a' and by_spec['in_use']
 
 
@@ -403,12 +406,26 @@ def test_a_bad_image_spec_fails_clearly_before_anything_is_read(monkeypatch, cap
     (dict(image_spec='rbd/img', pool='rbd'), 'mutually exclusive: image_spec|pool'),
     (dict(image_spec='rbd/img', image='img'), 'mutually exclusive: image_spec|image'),
     (dict(image_spec='rbd/img', namespace='ns'), 'mutually exclusive: image_spec|namespace'),
-    (dict(image='img'), 'required together: pool, image'),
-    (dict(pool='rbd'), 'required together: pool, image'),
+    (dict(image='img'), 'image img needs its pool: give image=<pool>/img (or <pool>/<namespace>/img), or pool'),
+    (dict(image='rbd/img', pool='rbd'), 'image rbd/img already names its pool: give it alone, or give pool and'),
+    (dict(image='rbd/ns/img', namespace='ns'), 'image rbd/ns/img already names its pool'),
+    (dict(image='rbd/-x'), "image 'rbd/-x': image '-x' starts with"),
 ])
 def test_the_image_is_named_one_way(monkeypatch, capsys, module, args, message):
-    out = run(module, args, monkeypatch, capsys, Untouchable())
+    client = Untouchable()
+    out = run(module, args, monkeypatch, capsys, client)
     assert out['failed'] and message in out['msg'], out['msg']
+    assert client.calls == [] and client.broken == []
+    if 'image_spec' not in args:   # the user did not name it, so the answer does not either
+        assert 'image_spec' not in out['msg'], out['msg']
+
+
+def test_a_pool_without_its_image_is_named(monkeypatch, capsys):
+    out = run(rbd_watchers_info, dict(pool='rbd'), monkeypatch, capsys, Untouchable())
+    assert out['failed'] and out['msg'] == 'pool rbd needs image (the image\'s name): nothing was changed', out['msg']
+    for module in (rbd_lock_info, rbd_lock):
+        out = run(module, dict(pool='rbd'), monkeypatch, capsys, Untouchable())
+        assert out['failed'] and 'one of the following is required: image_spec, image' in out['msg'], out['msg']
 
 
 @pytest.mark.parametrize('module', [rbd_lock_info, rbd_lock])
