@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.filter import safety as _safety
-from ansible_collections.volfence.csi.plugins.module_utils._incident_events import failover_events
+from ansible_collections.volfence.csi.plugins.module_utils._incident_events import failover_events, recover_events
 
 FENCE_METHODS = ('blocklist', 'networkfence')
 # The Ceph modules' connection options, and the inventory variables that hold them (doc fragment volfence.csi.ceph).
@@ -212,7 +212,7 @@ def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None
 
 
 def recover_report(read, *, nodes, records=None, plan=None, removed=None, marks=None, uncordon=None,
-                   volume_read=None, failed_step=None, check_mode=False, generated=None):
+                   volume_read=None, failed_step=None, check_mode=False, generated=None, unfenced=None):
     """node_recover's report and its printed summary, from each step's result (read: failed_nodes_info's
     read of the nodes; plan: recovery_plans'; volume_read: the nodes' volumes read for the report); a step
     that did not run adds nothing. Returns {report, summary, failure}: failure (empty when none) says why
@@ -276,7 +276,9 @@ def recover_report(read, *, nodes, records=None, plan=None, removed=None, marks=
         failure.append('refusing to unfence %s: %s. If its old clients still run, lifting the fence lets them write '
                        'again. Power-cycle it first, or re-run with -e force=true.'
                        % (', '.join(str(h) for h in held), plan.get('held_reason')))
-    return dict(report=report, summary=summary, failure=' '.join(failure))
+    events = recover_events(recovered=plan.get('recovered'), lifted=lifted, removed=removed, unfenced=unfenced,
+                            taint_removed=taint_changed, check_mode=check_mode)
+    return dict(report=report, summary=summary, failure=' '.join(failure), events=events)
 
 
 def ceph_connection(host_vars):

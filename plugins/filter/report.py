@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.volfence.csi.plugins.module_utils import _incident_events
+
 # AWX keeps artifacts in its database and shows them in the job's details: the whole report goes
 # in when its JSON is at most this many characters, the summary always.
 DEFAULT_LIMIT = 100000
@@ -91,6 +93,20 @@ def failed_step(result, *, host, step, task=None, reached=None):
     return dict(host=host, step=step, task=task, reason=reason, line=line)
 
 
+def cleanup_events(report, *, lock_results=None, volumes=None):
+    """The Events of rbd_lock_cleanup and volumeattachment_cleanup (module_utils/_incident_events.py)."""
+    if not isinstance(report, Mapping):
+        raise AnsibleFilterError('cleanup_events: the input must be the playbook\'s report (a mapping), got %r'
+                                 % (report,))
+    return _incident_events.cleanup_events(dict(report), lock_results=lock_results, volumes=volumes)
+
+
+def fuse_events(unmounted, *, pods=None, deleted=None, check_mode=False):
+    """The Events of fuse_mount_recovery (module_utils/_incident_events.py)."""
+    return _incident_events.fuse_events(unmounted=unmounted, pods=pods, deleted=deleted, check_mode=check_mode)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'job_artifact': job_artifact, 'host_results': host_results, 'failed_step': failed_step}
+        return {'job_artifact': job_artifact, 'host_results': host_results, 'failed_step': failed_step,
+                'cleanup_events': cleanup_events, 'fuse_events': fuse_events}

@@ -69,3 +69,86 @@ def failover_events(*, fence_method, fence_plan=None, fence_actions=None, networ
         events.append(dict(what='failover_refused', regarding=_split(kept.get('pod')), invariant=kept.get('invariant'),
                            note='left on its failed node by volfence.csi: %s' % kept.get('reason')))
     return events
+
+
+def cleanup_events(report, *, lock_results=None, volumes=None):
+    """rbd_lock_cleanup's and volumeattachment_cleanup's Events, from their report and, for the locks, the
+    rbd_lock results (each with its `item`, the lock broken or its image, and `broken`) and the pod's volumes
+    (image -> PV)."""
+    report = _dict(report)
+    if report.get('check_mode'):
+        return []
+    events = []
+    for name in _items(report.get('deleted')):
+        events.append(dict(what='volumeattachment_deleted', regarding=dict(name=name), invariant='I5',
+                           note='removed: stale, no Ready node uses its volume'))
+    pvs = dict((v.get('image'), v.get('pv_name') or v.get('pv')) for v in map(_dict, _items(volumes)) if v.get('image'))
+    for result in map(_dict, _items(lock_results)):
+        image = result.get('item')
+        image = _dict(image).get('image') if isinstance(image, dict) else image   # the loop's lock, or the image
+        for lock in map(_dict, _items(result.get('broken'))):
+            if pvs.get(image):
+                events.append(dict(what='rbd_lock_broken', regarding=dict(name=pvs[image]), invariant='I4',
+                                   note='lock %s of %s (held by %s) broken, its holder blocklisted first' % (
+                                       lock.get('id'), image, lock.get('locker') or lock.get('address'))))
+    pod = _dict(report.get('pod'))
+    if report.get('pod_restarted') and pod.get('name'):
+        events.append(dict(what='pod_restarted', regarding=dict(namespace=pod.get('namespace'), name=pod['name']),
+                           invariant='I4' if lock_results is not None else 'I5',
+                           note='deleted so that its controller starts it again: %s' % report.get('pod_restart_reason')))
+    return events
+
+
+def recover_events(*, recovered=None, lifted=None, removed=None, unfenced=None, taint_removed=None, check_mode=False):
+    """node_recover's Events. recovered: the nodes proven restarted; lifted: the recovery plan's blocklist
+    entries to remove ({entry, node, added_by}), told once `removed` (ceph_blocklist's result) changed them;
+    unfenced: the networkfence loop's results (item: the fence's name); taint_removed: the nodes whose
+    out-of-service taint was removed."""
+    if check_mode:
+        return []
+    nodes = [str(n) for n in _items(recovered)]
+    done = {}   # node -> what was lifted
+    removed = _dict(removed)
+    if removed.get('changed') and not removed.get('failed'):
+        for entry in map(_dict, _items(lifted)):
+            done.setdefault(entry.get('node'), []).append('blocklist entry %s' % entry.get('entry'))
+    for result in map(_dict, _items(_dict(unfenced).get('results'))):
+        name = str(result.get('item'))
+        node = name[len('volfence-'):] if name.startswith('volfence-') else (nodes[0] if len(nodes) == 1 else None)
+        if result.get('changed') and not result.get('failed') and node in nodes:
+            done.setdefault(node, []).append('NetworkFence %s set Unfenced' % name)
+    events = [dict(what='node_unfenced', regarding=dict(name=node), invariant='I2',
+                   note='%s proven restarted; its own fences lifted: %s' % (node, ', '.join(lifts)))
+              for node, lifts in sorted(done.items()) if node]
+    for node in _items(taint_removed):
+        events.append(dict(what='out_of_service_taint_removed', regarding=dict(name=node), invariant='I3',
+                           note='node.kubernetes.io/out-of-service taint the failover added removed: %s restarted' % node))
+    return events
+
+
+def fuse_events(*, unmounted=None, pods=None, deleted=None, check_mode=False):
+    """fuse_mount_recovery's Events. unmounted: the dead mounts unmounted (fuse_mounts' `unmounted`, each with
+    its pod_uid and volume); pods: the affected pods (the restart plan's, restarted or left alone); deleted:
+    the restart loop's results (item: the pod), told for each pod it deleted."""
+    if check_mode:
+        return []
+    by_uid = dict(((_dict(p).get('metadata') or {}).get('uid'), _dict(p)) for p in _items(pods))
+    volumes = {}
+    for mount in map(_dict, _items(unmounted)):
+        if mount.get('pod_uid') in by_uid:
+            volumes.setdefault(mount['pod_uid'], []).append(str(mount.get('volume')))
+    events = []
+    for uid, names in sorted(volumes.items()):
+        meta = by_uid[uid].get('metadata') or {}
+        # no numbered invariant: the plan unmounts only mounts whose FUSE daemon is gone (_decisions/dead_mounts.py)
+        events.append(dict(what='dead_mount_recovered',
+                           regarding=dict(namespace=meta.get('namespace'), name=meta.get('name'), uid=uid),
+                           note='dead FUSE mount(s) of volume(s) %s unmounted on its node (their FUSE daemon was gone; '
+                                'a hung one is never unmounted)' % ', '.join(sorted(set(names)))))
+    for result in map(_dict, _items(_dict(deleted).get('results'))):
+        meta = _dict(result.get('item')).get('metadata') or {}
+        if result.get('changed') and not result.get('failed') and meta.get('name'):
+            events.append(dict(what='pod_restarted',
+                               regarding=dict(namespace=meta.get('namespace'), name=meta.get('name')),
+                               note='deleted so that its controller starts it again with a working mount'))
+    return events

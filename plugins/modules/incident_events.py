@@ -53,6 +53,7 @@ options:
           - V(out_of_service_taint_added) - C(OutOfServiceTaintAdded) on the Node.
             V(out_of_service_taint_removed) - C(OutOfServiceTaintRemoved) on the Node.
           - V(pod_force_deleted) - C(PodForceDeleted) on the Pod.
+          - V(pod_restarted) - C(PodRestarted) on the Pod deleted so that its controller starts it again.
           - V(volumeattachment_deleted) - C(VolumeAttachmentDeleted) on the VolumeAttachment.
           - V(replacement_running) - C(ReplacementRunning) on the PersistentVolumeClaim.
           - V(rbd_lock_broken) - C(RbdLockBroken) on the PersistentVolume.
@@ -61,7 +62,7 @@ options:
         type: str
         required: true
         choices: [node_fenced, node_unfenced, out_of_service_taint_added, out_of_service_taint_removed,
-                  pod_force_deleted, volumeattachment_deleted, replacement_running, rbd_lock_broken,
+                  pod_force_deleted, pod_restarted, volumeattachment_deleted, replacement_running, rbd_lock_broken,
                   dead_mount_recovered, failover_refused]
       regarding:
         description:

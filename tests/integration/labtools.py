@@ -377,3 +377,18 @@ def kubectl(lab, *args):
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
     assert proc.returncode == 0, "kubectl %s: %s" % (" ".join(args), proc.stderr)
     return proc.stdout
+
+
+def volfence_events(kube):
+    """The Events volfence.csi posted, as core/v1 (`kubectl get events`) lists them."""
+    return [e for e in kube.list("events") if e.get("reportingComponent") == "volfence.csi"]
+
+
+def told(kube, since):
+    """The Events volfence.csi posted that `since` (volfence_events before) did not hold: (reason, kind,
+    namespace/name, message), in the order they were posted."""
+    seen = set(e["metadata"]["uid"] for e in since)
+    events = [e for e in volfence_events(kube) if e["metadata"]["uid"] not in seen]
+    events.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
+    return [(e["reason"], e["involvedObject"]["kind"], "/".join(filter(None, (
+        e["involvedObject"].get("namespace"), e["involvedObject"]["name"]))), e["message"]) for e in events]

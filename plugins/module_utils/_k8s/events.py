@@ -26,6 +26,7 @@ ACTIONS = {
     'out_of_service_taint_added': ('OutOfServiceTaintAdded', 'Normal', 'Taint', 'Node'),
     'out_of_service_taint_removed': ('OutOfServiceTaintRemoved', 'Normal', 'Untaint', 'Node'),
     'pod_force_deleted': ('PodForceDeleted', 'Normal', 'ForceDelete', 'Pod'),
+    'pod_restarted': ('PodRestarted', 'Normal', 'Delete', 'Pod'),
     'volumeattachment_deleted': ('VolumeAttachmentDeleted', 'Normal', 'Delete', 'VolumeAttachment'),
     'replacement_running': ('ReplacementRunning', 'Normal', 'Observe', 'PersistentVolumeClaim'),
     'rbd_lock_broken': ('RbdLockBroken', 'Normal', 'BreakLock', 'PersistentVolume'),

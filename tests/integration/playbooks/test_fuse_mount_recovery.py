@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from failing_hosts import UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import assert_fuse_pod_replaced, incident_fixture, playbook_path, run_playbook
+from labtools import assert_fuse_pod_replaced, incident_fixture, playbook_path, run_playbook, told, volfence_events
 
 PLAYBOOK = playbook_path("fuse_mount_recovery")
 dead_fuse_mount = incident_fixture("dead-fuse-mount")
@@ -18,8 +18,10 @@ def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(dead_fuse_mou
     extra = {"target_nodes": [state["node"]], "fuse_drivers": [state["driver"]],
              "report_path": str(tmp_path / "report.json"), "wait_timeout": 60}
 
+    events_before = volfence_events(kube)
     check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]
+    assert told(kube, events_before) == []   # a check run posts nothing
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["check_mode"] is True
     # (other dead mounts on the node, from earlier tests, are recovered too: that is the job)
@@ -34,6 +36,12 @@ def test_check_mode_changes_nothing_then_recovery_restarts_the_pod(dead_fuse_mou
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["check_mode"] is False and state["pod"] in report["restarted"]
     assert_fuse_pod_replaced(kube, state)   # a new pod runs, its volume a live FUSE mount again
+    # issue 35: the stuck pod tells its dead mount recovered and its restart
+    story = [(reason, kind, name) for reason, kind, name, _m in told(kube, events_before)]
+    assert ("DeadMountRecovered", "Pod", "default/" + state["pod"]) in story, story
+    assert ("PodRestarted", "Pod", "default/" + state["pod"]) in story, story
+    assert story.index(("DeadMountRecovered", "Pod", "default/" + state["pod"])) < \
+        story.index(("PodRestarted", "Pod", "default/" + state["pod"]))
 
     again = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert again.rc == 0

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import REPO, kubectl, run_playbook, running_elsewhere
+from labtools import REPO, kubectl, run_playbook, running_elsewhere, told, volfence_events
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -42,21 +42,6 @@ def replacement(kube, state, report):
     assert report["replacements_running"] == [{"claim": "default/" + state["pvc"], "node": new["spec"]["nodeName"],
                                                "pod": "default/" + new["metadata"]["name"]}]
     return new
-
-
-def told(kube, since):
-    """The Events volfence.csi posted (core/v1, as `kubectl get events` lists them) that `since` did not hold:
-    (reason, kind, namespace/name, message) in the order they were posted."""
-    seen = set(e["metadata"]["uid"] for e in since)
-    events = [e for e in kube.list("events") if e.get("reportingComponent") == "volfence.csi"
-              and e["metadata"]["uid"] not in seen]
-    events.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
-    return [(e["reason"], e["involvedObject"]["kind"], "/".join(filter(None, (
-        e["involvedObject"].get("namespace"), e["involvedObject"]["name"]))), e["message"]) for e in events]
-
-
-def volfence_events(kube):
-    return [e for e in kube.list("events") if e.get("reportingComponent") == "volfence.csi"]
 
 
 def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, lab_inventory, tmp_path):

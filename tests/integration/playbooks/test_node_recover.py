@@ -6,7 +6,7 @@ import os
 import pytest
 
 from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, wait_until
+from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, told, volfence_events, wait_until
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -62,6 +62,7 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     assert wait_until(lambda: [c for c in kube.get("nodes", "node-b")["status"]["conditions"]
                                if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
 
+    events_before = volfence_events(kube)
     check = run_playbook(lab_inventory, RECOVER, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]
     assert fenced in blocklist_entries(lab)
@@ -74,11 +75,18 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     assert fenced not in blocklist_entries(lab)
     assert report["taint_removed"] is True
     assert not any(t["key"] == "node.kubernetes.io/out-of-service" for t in kube.get("nodes", "node-b")["spec"].get("taints", []))
+    # issue 35: the node tells its recovery (the check run before posted nothing)
+    story = told(kube, events_before)
+    assert [(reason, kind, name) for reason, kind, name, _m in story] == [
+        ("NodeUnfenced", "Node", "node-b"), ("OutOfServiceTaintRemoved", "Node", "node-b")], story
+    assert fenced in story[0][3] and "allowed by I2" in story[0][3], story
+    events_after = volfence_events(kube)
 
     again = run_playbook(lab_inventory, RECOVER, extra)
     assert again.rc == 0
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["blocklist_removed"] == [] and report["taint_removed"] is False
+    assert told(kube, events_after) == []
 
 
 def _revive(lab, kube, node):

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from failing_hosts import UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import REPO, run_playbook, wait_until
+from labtools import REPO, run_playbook, told, volfence_events, wait_until
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "rbd_lock_cleanup.yml")
 
@@ -55,9 +55,15 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
     assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before_blocklist
     assert kube.find("pods", state["stuck_pod"], "default") is not None
 
+    events_before = volfence_events(kube)
     run = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
+    # issue 35: the lock broken is told on its PersistentVolume, the restart on the pod
+    story = told(kube, events_before)
+    assert [(reason, kind, name) for reason, kind, name, _m in story] == [
+        ("RbdLockBroken", "PersistentVolume", state["pv"]), ("PodRestarted", "Pod", "default/" + state["stuck_pod"])]
+    assert "kubelet_lock_magic_node-b" in story[0][3] and "allowed by I4" in story[0][3], story
     # The exact client of the stale lock was fenced before its lock was broken.
     assert [b["entry"] for b in report["blocklisted"]] == [state["locker_address"]]
     assert report["pod_restarted"] is True

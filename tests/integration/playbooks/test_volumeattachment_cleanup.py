@@ -3,7 +3,7 @@
 import json
 
 from failing_hosts import FAILED, inventory_with_failing_hosts, stopped_with_report
-from labtools import incident_fixture, playbook_path, run_playbook
+from labtools import incident_fixture, playbook_path, run_playbook, told, volfence_events
 
 PLAYBOOK = playbook_path("volumeattachment_cleanup")
 stale_volumeattachment = incident_fixture("stale-volumeattachment")
@@ -15,8 +15,10 @@ def test_check_mode_then_cleanup(stale_volumeattachment, lab_inventory, tmp_path
              "not_ready_grace": 5, "wait_timeout": 60,
              # the lab runs no csi-unity attacher that would drop its finalizer
              "force_detach": True, "force_detach_grace": 0}
+    events_before = volfence_events(kube)
     check = run_playbook(lab_inventory, PLAYBOOK, extra, check=True)
     assert check.rc == 0, check.stdout[-3000:]
+    assert told(kube, events_before) == []   # a check run posts nothing
     report = json.loads((tmp_path / "r.json").read_text())
     assert [va["name"] for va in report["stale"]] == [state["volumeattachment"]]
     assert report["stale"][0]["stale_reasons"] == ["not_in_use"]
@@ -32,6 +34,13 @@ def test_check_mode_then_cleanup(stale_volumeattachment, lab_inventory, tmp_path
     running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
                if p["status"].get("phase") == "Running"]
     assert len(running) == 1 and running[0]["spec"]["nodeName"] == state["stuck_node"]
+    # issue 35: one Event per action, on its object, naming the report and the invariant
+    story = told(kube, events_before)
+    assert [(reason, kind, name) for reason, kind, name, _m in story] == [
+        ("VolumeAttachmentDeleted", "VolumeAttachment", state["volumeattachment"]),
+        ("PodRestarted", "Pod", "default/" + state["stuck_pod"])], story
+    assert all("allowed by I5" in m and "report: %s" % extra["report_path"] in m for _r, _k, _n, m in story), story
+    events_after = volfence_events(kube)
 
     # Re-launched with the same answers (issue 18): follows the replaced pod, nothing to do, no change.
     attachments = sorted(va["metadata"]["name"] for va in kube.list("volumeattachments"))
@@ -42,6 +51,7 @@ def test_check_mode_then_cleanup(stale_volumeattachment, lab_inventory, tmp_path
     assert report["pod"]["replaced"] is True and report["pod"]["name"] == running[0]["metadata"]["name"]
     assert report["stale"] == [] and report["pod_restarted"] is False
     assert sorted(va["metadata"]["name"] for va in kube.list("volumeattachments")) == attachments
+    assert told(kube, events_after) == []
 
 
 def test_an_attachment_in_use_is_kept(incident, lab_inventory, tmp_path):

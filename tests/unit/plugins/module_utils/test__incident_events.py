@@ -131,3 +131,57 @@ def test_docs_events_md_lists_every_reason_once_with_its_type_action_and_object(
         rows = re.findall(r'^\| `(\w+)` \| (\w+) \| (\w+) \| (\w+) \|', handle.read(), re.M)
     assert sorted(rows) == sorted((reason, kind_of_event, action, kind)
                                   for reason, kind_of_event, action, kind in ACTIONS.values())
+
+
+def test_a_cleanup_tells_each_attachment_lock_and_restart():
+    from ansible_collections.volfence.csi.plugins.module_utils._incident_events import cleanup_events
+    report = dict(check_mode=False, deleted=['csi-abc'], pod=dict(namespace='shop', name='db-0'), pod_restarted=True,
+                  pod_restart_reason='a StatefulSet recreates it')
+    locks = [dict(item=dict(image='rbd/img-1', id='kubelet_lock_magic_node-b'),
+                  broken=[dict(id='kubelet_lock_magic_node-b', locker='client.4242', address='10.0.0.12:0/1')])]
+    volumes = [dict(image='rbd/img-1', pv_name='pv-1'), dict(image=None, pv_name='pv-2')]
+    events = cleanup_events(report, lock_results=locks, volumes=volumes)
+    assert [(e['what'], e['regarding'], e['invariant']) for e in events] == [
+        ('volumeattachment_deleted', dict(name='csi-abc'), 'I5'), ('rbd_lock_broken', dict(name='pv-1'), 'I4'),
+        ('pod_restarted', dict(namespace='shop', name='db-0'), 'I4')]
+    assert 'kubelet_lock_magic_node-b of rbd/img-1 (held by client.4242)' in events[1]['note']
+    assert 'a StatefulSet recreates it' in events[2]['note']
+    for event in events:
+        check_event(event)
+    assert cleanup_events(dict(report, check_mode=True), lock_results=locks, volumes=volumes) == []
+    assert [e['what'] for e in cleanup_events(dict(report, pod_restarted=False))] == ['volumeattachment_deleted']
+
+
+def test_a_recovery_tells_each_node_unfenced_and_its_taint_removed():
+    from ansible_collections.volfence.csi.plugins.module_utils._incident_events import recover_events
+    lifted = [dict(entry='10.0.0.12:0/1', node='node-b', added_by='failover'),
+              dict(entry='10.0.0.13:0/2', node='node-c', added_by='failover')]
+    events = recover_events(recovered=['node-b', 'node-c'], lifted=lifted, removed=dict(changed=True),
+                            unfenced=dict(results=[dict(item='volfence-node-c', changed=True),
+                                                   dict(item='volfence-node-d', changed=True)]),
+                            taint_removed=['node-b'])
+    assert [(e['what'], e['regarding']['name'], e['invariant']) for e in events] == [
+        ('node_unfenced', 'node-b', 'I2'), ('node_unfenced', 'node-c', 'I2'),
+        ('out_of_service_taint_removed', 'node-b', 'I3')]
+    assert events[1]['note'].endswith('blocklist entry 10.0.0.13:0/2, NetworkFence volfence-node-c set Unfenced')
+    for event in events:
+        check_event(event)
+    # a check run, or a removal that failed or changed nothing, tells nothing of it
+    assert recover_events(recovered=['node-b'], lifted=lifted, removed=dict(changed=True), check_mode=True) == []
+    assert recover_events(recovered=['node-b'], lifted=lifted, removed=dict(changed=True, failed=True)) == []
+    assert recover_events(recovered=['node-b'], lifted=lifted, removed={}) == []
+
+
+def test_a_fuse_recovery_tells_each_pod_its_mounts_and_its_restart():
+    from ansible_collections.volfence.csi.plugins.module_utils._incident_events import fuse_events
+    pod = dict(metadata=dict(namespace='shop', name='web-0', uid='u-1'))
+    other = dict(metadata=dict(namespace='shop', name='batch', uid='u-2'))
+    unmounted = [dict(pod_uid='u-1', volume='pvc-a'), dict(pod_uid='u-1', volume='pvc-b'), dict(pod_uid=None, volume='pv-g')]
+    deleted = dict(results=[dict(item=pod, changed=True), dict(item=other, skipped=True, changed=False)])
+    events = fuse_events(unmounted=unmounted, pods=[pod, other], deleted=deleted)
+    told = [(e['what'], e['regarding']['name']) for e in events]
+    assert told == [('dead_mount_recovered', 'web-0'), ('pod_restarted', 'web-0')]
+    assert 'pvc-a, pvc-b' in events[0]['note'] and events[0]['regarding']['uid'] == 'u-1'
+    for event in events:
+        check_event(event)
+    assert fuse_events(unmounted=unmounted, pods=[pod], deleted=deleted, check_mode=True) == []
