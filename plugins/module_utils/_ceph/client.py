@@ -199,7 +199,7 @@ def image_spec_of(params):
         if params.get('pool'):
             raise ValueError('pool %s needs image (the image\'s name): nothing was changed' % params['pool'])
         return None
-    if '/' in image:
+    if '/' in image and not image.startswith('-'):   # a name that is an option is refused as a name (I9), below
         if params.get('pool') or params.get('namespace'):
             raise ValueError('image %s already names its pool: give it alone, or give pool and the image\'s '
                              'name alone: nothing was changed' % image)

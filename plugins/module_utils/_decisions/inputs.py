@@ -36,6 +36,11 @@ CHECKERS = {'int': check_type_int, 'float': check_type_float, 'bool': check_type
 _NOT_TYPOS = re.compile(r'^(ansible_|inventory_|group_names$|groups$|hostvars$|omit$|playbook_dir$|play_)')
 # Extra vars that AWX / Automation Controller add to every job (awx_job_id, tower_user_name, ...).
 _SET_BY_CONTROLLERS = re.compile(r'^(awx_|tower_)')
+# What the playbooks leave for the next job of an AWX workflow (set_stats), which AWX passes on to it as extra
+# vars: volfence_<playbook>_report, volfence_diagnosis.
+ARTIFACTS = re.compile(r'^volfence_(\w+_report|diagnosis)$')
+# In a workflow, the artifacts of any upstream job (the user's own too) come as extra vars.
+_IN_A_WORKFLOW = ('awx_workflow_job_id', 'tower_workflow_job_id')
 
 
 def show_value(value):
@@ -251,13 +256,17 @@ def check_inputs(playbook, entry, provided, *, context=None, other_names=(), ext
             fields = dict((k, '-'.join(str(i) for i in v) if isinstance(v, list) else v) for k, v in fields.items())
             if 'report_dir' in values and all(f in fields for f in re.findall(r'\{(\w+)\}', option['default_name'])):
                 values[name] = os.path.join(values['report_dir'], option['default_name'].format(**fields))
+    in_a_workflow = any(name in extra_var_names for name in _IN_A_WORKFLOW)
     for other in sorted(set(extra_var_names) - set(options)):
         if _NOT_TYPOS.match(other) or _SET_BY_CONTROLLERS.match(other):
             continue
         close = difflib.get_close_matches(other, list(options), 1, 0.85)
-        problems.append('%s: given as an extra var, but not an input of %s: the playbook would ignore it%s'
-                        % (other, playbook, '; did you mean %s?' % close[0] if close else
-                           ' (its inputs: %s)' % ', '.join(sorted(options))))
+        if close and close[0] not in provided:
+            problems.append('%s: given as an extra var, but not an input of %s: the playbook would ignore it; '
+                            'did you mean %s?' % (other, playbook, close[0]))
+        elif not (close or in_a_workflow or ARTIFACTS.match(other)):
+            problems.append('%s: given as an extra var, but not an input of %s: the playbook would ignore it '
+                            '(its inputs: %s)' % (other, playbook, ', '.join(sorted(options))))
     for other in sorted(set(other_names) - set(options) - set(extra_var_names)):
         if _NOT_TYPOS.match(other):
             continue

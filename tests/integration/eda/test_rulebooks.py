@@ -92,8 +92,10 @@ def test_a_lost_node_is_failed_over_with_no_human_step(revived, lab_inventory, t
             # Kubernetes does nothing (clocks `never`): node-b's pod is not evicted, and nothing replaces it
             left = kube.get("pods", old["metadata"]["name"], "default")
             assert left["spec"]["nodeName"] == "node-b" and not left["metadata"].get("deletionTimestamp")
-            # the lab's grace (Ready=Unknown 4 s after the last Lease renewal) + node_lost_after 3 s + 20 s
-            assert wait_until(lambda: running_elsewhere(kube, app), 27), (
+            # Kubernetes never releases it (clocks `never`): a replacement elsewhere is the rulebook's doing. How fast
+            # is `make bench`'s question; this bound only ends a test that would otherwise wait forever (a clean run
+            # on a busy machine took more than the 27 s this once allowed).
+            assert wait_until(lambda: running_elsewhere(kube, app), 180), (
                 [(p["metadata"]["name"], p["spec"].get("nodeName"), p["status"].get("phase"),
                   p["metadata"].get("deletionTimestamp")) for p in scenarios.pods_of(kube, app)],
                 [(e.get("reason"), e.get("message")) for e in kube.list("events", "default")

@@ -94,3 +94,10 @@ def test_the_options_name_one_image_or_none():
         image_spec_of(dict(pool='rbd', image=None))
     with pytest.raises(ValueError, match=r"image_spec 'rbd/a/b/c' must be pool/image or pool/namespace/image"):
         image_spec_of(dict(image_spec='rbd/a/b/c'))
+
+
+def test_an_image_name_that_is_an_option_is_refused_as_one_whatever_its_slashes():
+    with pytest.raises(ValueError, match='is not a valid name|starts with "-"'):
+        image_spec_of(dict(pool='rbd', image='--keyring=/tmp/x'))
+    with pytest.raises(ValueError, match='starts with "-"'):
+        image_spec_of(dict(image='rbd/--keyring=x'))

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import FileChecks, check_inputs, message
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.inputs import ARTIFACTS, FileChecks, check_inputs, message
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 PLAYBOOKS = os.path.join(REPO, 'playbooks')
@@ -193,6 +193,32 @@ def test_an_extra_var_that_is_no_input_is_named_and_nothing_else_is_checked_away
     # an inventory variable that is no input is the inventory's business (only a near miss is named)
     values, problems = check('node_failover', {}, other_names=['backend', 'command_prefix'])
     assert problems == []
+
+
+def test_an_awx_workflows_artifacts_pass_as_extra_vars_but_a_near_miss_does_not():
+    """AWX passes the artifacts (set_stats) of the jobs before it in a workflow as extra vars: the collection's
+    own always, any upstream job's in a workflow; a near miss of an input is still named."""
+    own = ['volfence_diagnose_report', 'volfence_diagnosis', 'wait_timout']
+    values, problems = check_inputs('node_failover', SPECS['node_failover'], dict(REQUIRED['node_failover']),
+                                    context=CONTEXT, extra_var_names=own)
+    assert problems == ['wait_timout: given as an extra var, but not an input of node_failover: the playbook would '
+                        'ignore it; did you mean wait_timeout?']
+    upstream = ['awx_workflow_job_id', 'ticket_id', 'backend']
+    values, problems = check_inputs('node_failover', SPECS['node_failover'], dict(REQUIRED['node_failover']),
+                                    context=CONTEXT, extra_var_names=upstream)
+    assert problems == []
+
+
+def test_every_artifact_a_playbook_leaves_is_known_as_one():
+    import re
+    names = set()
+    for name in os.listdir(PLAYBOOKS):
+        if name.endswith('.yml'):
+            with open(os.path.join(PLAYBOOKS, name)) as handle:
+                text = handle.read()
+            for block in re.findall(r'ansible\.builtin\.set_stats:\s*\n\s*data:\s*\n((?:\s+\w+:.*\n)+)', text):
+                names.update(re.findall(r'^\s+(volfence_\w+):', block, re.M))
+    assert len(names) >= 7 and all(ARTIFACTS.match(n) for n in names), names
 
 
 def test_the_report_is_named_once_per_run_in_report_dir(tmp_path):
