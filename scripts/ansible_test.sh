@@ -4,7 +4,8 @@
 # Usage: scripts/ansible_test.sh sanity|units [extra ansible-test args]
 #
 # Environment:
-#   ANSIBLE_TEST_PYTHONS  target Python versions, first one = full run (default "3.12 3.11")
+#   ANSIBLE_TEST_PYTHONS  target Python versions, first one = full run (default: sanity 3.12 and every
+#                         version tests/config.yml's python_requires claims; units "3.12 3.11")
 #   VOLFENCE_VENV         project virtualenv holding ansible-test (default: <repo>/.venv)
 #   ANSIBLE_TEST_FRESH_VENVS=1  rebuild the cached ansible-test --venv virtualenvs
 #
@@ -31,9 +32,10 @@
 #             (ansible-test itself restricts non-controller Pythons to those).  It is
 #             put first on PATH as python3.11 because ansible-test --venv otherwise
 #             takes whatever `python3.11` PATH has (a pyenv shim: 3.11.7, not Debian's).
-#       Other versions work too if an interpreter exists (pyenv or /usr/bin), e.g.
-#       ANSIBLE_TEST_PYTHONS="3.12 3.11 3.10 3.9" for older Ceph-node Pythons (e.g. EL9's
-#       3.9); each version costs its own venv setup, so the default stays at two.
+#       3.9, 3.10, 3.13 (sanity only, by default): the other Pythons tests/config.yml's
+#             python_requires claims for modules, found in pyenv or /usr/bin. Only compile
+#             and import run on them, as on 3.11. A claimed Python with no interpreter here
+#             fails the run: a claim nothing tested is not kept.
 #     If the extra args contain --python, exactly one run with those args is made.
 #     If they contain --test/--skip-test, the secondary runs get the args unchanged
 #     instead of "--test compile --test import".
@@ -53,7 +55,26 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VOLFENCE_VENV:-$REPO/.venv}"
 WORK="$REPO/.cache"
-PYTHONS="${ANSIBLE_TEST_PYTHONS:-3.12 3.11}"
+# Target Pythons of `sanity` by default: 3.12 (the controller's, the full suite) and then every other version
+# tests/config.yml's python_requires claims, of those the installed ansible-test supports; `units`: 3.12 and
+# 3.11 (Debian's, with the rados/rbd bindings).
+claimed_pythons() {
+    "$VENV/bin/python" - "$REPO/tests/config.yml" <<'EOF'
+import sys, yaml
+from packaging.specifiers import SpecifierSet
+from ansible_test._internal.constants import SUPPORTED_PYTHON_VERSIONS
+with open(sys.argv[1]) as handle:
+    spec = SpecifierSet(str(yaml.safe_load(handle)["modules"]["python_requires"]))
+print(" ".join(["3.12"] + [v for v in SUPPORTED_PYTHON_VERSIONS if v != "3.12" and v in spec]))
+EOF
+}
+if [ -n "${ANSIBLE_TEST_PYTHONS:-}" ]; then
+    PYTHONS="$ANSIBLE_TEST_PYTHONS"
+elif [ "${1:-}" = sanity ]; then
+    PYTHONS="$(claimed_pythons)" || die "cannot read python_requires from tests/config.yml"
+else
+    PYTHONS="3.12 3.11"
+fi
 
 die() {
     echo "ansible_test.sh: ERROR: $*" >&2
@@ -257,7 +278,12 @@ else
             if [ "$primary" = 1 ]; then
                 die "no Python $v interpreter found for the main run"
             fi
-            NOTES+=("$CMD python$v: SKIPPED, no python$v interpreter found")
+            if [ -z "${ANSIBLE_TEST_PYTHONS:-}" ]; then
+                NOTES+=("$CMD python$v: FAILED, tests/config.yml claims Python $v and no python$v interpreter is here")
+                [ "$FIRST_RC" -ne 0 ] || FIRST_RC=1
+            else
+                NOTES+=("$CMD python$v: SKIPPED, no python$v interpreter found")
+            fi
             echo "ansible_test.sh: WARNING: no python$v found; not testing it" >&2
             continue
         fi

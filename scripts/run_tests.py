@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Run every test stage of the collection and print one pytest-style summary.
 
-Stages (all by default, or name some): sanity, sanity-oldest, units, tools, integration, ceph-18, ceph-16.
-  sanity         ansible-test sanity on a temporary ansible_collections tree (offline)
-  sanity-oldest  the same on the oldest supported ansible-core (.venv-oldest)
+Stages (all by default, or name some): sanity, sanity-<release>, units, tools, integration, ceph-18, ceph-16.
+  sanity         ansible-test sanity on a temporary ansible_collections tree (offline), on the newest
+                 ansible-core (.venv)
+  sanity-<X.Y>   the same on each older ansible-core release the collection claims
+                 (tests/ansible-core-versions.txt), in its own virtualenv (.venv-core-<X.Y>)
   units          ansible-test units
   tools          the development tools' own tests (tools/<name>/tests: the Kubernetes API emulator,
                  the lab's pure parts), no lab needed
@@ -59,15 +61,26 @@ INTEGRATION = os.path.join("tests", "integration")
 CEPH_FACING = [os.path.join(INTEGRATION, d) for d in ("ceph", "compat")]
 BINDINGS = os.path.join(INTEGRATION, "bindings")
 # Lanes side by side; within a lane the stages run one after another. ansible-test runs one at a time
-# (scripts/ansible_test.sh holds a lock: its tree copy is shared), so sanity, sanity-oldest and units
-# make one lane; each Ceph release has a lane. The default release's integration suite runs in shards,
+# (scripts/ansible_test.sh holds a lock: its tree copy is shared), so units and the sanity of each
+# ansible-core make one lane; each Ceph release has a lane. The default release's integration suite runs in shards,
 # each at the end of a lane marked True, on a lab of its own: its test files are dealt out, longest
 # first, to the shard whose lane has the fewest seconds so far, counting the stages before it, so
 # that those lanes end together. Seconds are those tests/durations.json recorded of a whole run
 # (scripts/test_timings.py --save); a file it does not know counts as its folder's median.
 # Measured on 2 cores: three shards beside the other lanes took 1,810 s; a shard at the end of every
 # lane (six labs at once) 2,096 s, the CPU busy 95% instead of 87% of the time.
-LANE_PLAN = [(["units", "sanity", "sanity-oldest"], False), (["tools"], True), ([], True), ([], True),
+CORE_VERSIONS = os.path.join(REPO, "tests", "ansible-core-versions.txt")
+
+
+def claimed_cores():
+    """The ansible-core releases the collection claims, oldest first (tests/ansible-core-versions.txt)."""
+    with open(CORE_VERSIONS) as handle:
+        return [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+
+
+# The newest claimed release is .venv's own (stage "sanity"); each older one has a stage of its own.
+OLDER_CORE_STAGES = ["sanity-" + release for release in claimed_cores()[:-1]]
+LANE_PLAN = [(["units", "sanity"] + OLDER_CORE_STAGES, False), (["tools"], True), ([], True), ([], True),
              (["ceph-18"], False), (["ceph-16"], False)]
 LANES_BEFORE_SHARDS = [stages for stages, shard in LANE_PLAN if shard]
 SHARD_COUNT = len(LANES_BEFORE_SHARDS)
@@ -146,7 +159,7 @@ def junit_file(stage):
 
 def keep_ansible_test_junit(stage, command):
     """ansible_test.sh writes junit XML to tests/output/ansible-test/<command>/python<X.Y>/junit/, which
-    its next run (sanity-oldest after sanity) empties: the stage keeps a copy."""
+    its next run (the next sanity stage) empties: the stage keeps a copy."""
     folder = os.path.join(RESULTS, stage)
     os.makedirs(folder, exist_ok=True)
     for path in glob.glob(os.path.join(REPO, "tests", "output", "ansible-test", command, "*", "junit", "*.xml")):
@@ -208,9 +221,11 @@ def stage_sanity(stage):
     return runs
 
 
-def stage_sanity_oldest(stage):
-    """Sanity on the oldest ansible-core the collection supports (its own virtualenv)."""
-    env = dict(os.environ, VOLFENCE_VENV=os.path.join(REPO, ".venv-oldest"), ANSIBLE_TEST_PYTHONS="3.12")
+def stage_sanity_on_core(stage):
+    """Sanity on an older ansible-core the collection claims (sanity-<X.Y>), in its virtualenv, on the
+    controller's Python only (the target-side checks on 3.11 run with the newest)."""
+    venv = os.path.join(REPO, ".venv-core-" + stage[len("sanity-"):])
+    env = dict(os.environ, VOLFENCE_VENV=venv, ANSIBLE_TEST_PYTHONS="3.12")
     runs = [run_logged(stage, [os.path.join(REPO, "scripts", "ansible_test.sh"), "sanity"], env=env)]
     keep_ansible_test_junit(stage, "sanity")
     return runs
@@ -373,7 +388,8 @@ def check_shards():
         raise SystemExit("run_tests.py: test files outside tools/<name>/tests never run: %s" % ", ".join(stray))
 
 
-STAGES = {"sanity": stage_sanity, "sanity-oldest": stage_sanity_oldest, "units": stage_units, "tools": stage_tools}
+STAGES = {"sanity": stage_sanity, "units": stage_units, "tools": stage_tools}
+STAGES.update((name, stage_sanity_on_core) for name in OLDER_CORE_STAGES)
 INTEGRATION_STAGES = ["integration-%d" % (i + 1) for i in range(SHARD_COUNT)]
 for _i, _name in enumerate(INTEGRATION_STAGES):
     STAGES[_name] = integration_shard(_i)

@@ -25,6 +25,9 @@
 #      that is unreachable here, unless ~/.ansible/test/cache/get_pip_<ver>.py exists.
 #      scripts/get_pip_offline.py is copied there under every pip version pinned by
 #      the installed ansible-test (read from ansible_test itself, not hard-coded).
+#   4. One virtualenv per older ansible-core release the collection claims (tests/ansible-core-versions.txt),
+#      .venv-core-<release>, for ansible-test sanity on it; rebuilt only when requirements.txt changes.
+#   5. .venv-importer: Galaxy's importer (galaxy-importer) for the release checks.
 #
 # Quiet on success; on failure prints what failed (and the tail of the tool's log).
 set -euo pipefail
@@ -203,30 +206,68 @@ EOF
     done
 }
 
-# The oldest ansible-core the collection supports (meta/runtime.yml requires_ansible): sanity
-# runs on it too. kubernetes.core comes from .venv (6.x supports ansible-core >= 2.16).
-OLDEST_CORE="ansible-core>=2.16,<2.17"
-OLDEST_VENV="$REPO/.venv-oldest"
-setup_oldest_venv() {
-    local stamp="$OLDEST_VENV/.volfence-oldest" want
-    want="$(printf '%s\n' "$OLDEST_CORE" | cat - "$REPO/requirements.txt" | sha256sum | cut -d' ' -f1)"
-    if [ ! -x "$OLDEST_VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        echo "setup.sh: creating $OLDEST_VENV ($OLDEST_CORE)" >&2
-        rm -rf "$OLDEST_VENV"
-        run_logged "oldest virtualenv creation" "$(find_python)" -m venv "$OLDEST_VENV"
-        (cd "$REPO" && run_logged "pip install $OLDEST_CORE" "$OLDEST_VENV/bin/python" -m pip install --quiet \
-            --disable-pip-version-check "$OLDEST_CORE" -r requirements.txt)
+# Every ansible-core release the collection claims (tests/ansible-core-versions.txt) but the newest, which
+# .venv has: sanity runs on each (scripts/run_tests.py). One virtualenv per release, .venv-core-<release>,
+# with that ansible-core and requirements.txt; kubernetes.core comes from .venv (6.x supports
+# ansible-core >= 2.16). Rebuilt only when the release or requirements.txt change.
+CORE_VERSIONS_FILE="$REPO/tests/ansible-core-versions.txt"
+setup_core_venv() {  # X.Y
+    local release="$1" venv="$REPO/.venv-core-$1" core="ansible-core>=$1,<$1.999" stamp want
+    stamp="$venv/.volfence-core"
+    want="$(printf '%s\n' "$core" | cat - "$REPO/requirements.txt" | sha256sum | cut -d' ' -f1)"
+    if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "setup.sh: creating $venv ($core)" >&2
+        rm -rf "$venv"
+        run_logged "virtualenv creation for ansible-core $release" "$(find_python)" -m venv "$venv"
+        (cd "$REPO" && run_logged "pip install $core" "$venv/bin/python" -m pip install --quiet \
+            --disable-pip-version-check "$core" -r requirements.txt)
         echo "$want" >"$stamp"
     fi
-    local site src
-    site="$("$OLDEST_VENV/bin/python" -c 'import ansible, os; print(os.path.dirname(os.path.dirname(ansible.__file__)))')"
+    put_dependencies "$venv"
+    VENV="$venv" install_pip_bootstrap
+}
+
+# put_dependencies VENV: the collection's dependency (galaxy.yml: kubernetes.core 6.x) into VENV's Python
+# path, copied from .venv's `ansible` package (no Galaxy server is reachable); ansible-core finds
+# collections there (COLLECTIONS_SCAN_SYS_PATH) whatever ANSIBLE_COLLECTIONS_PATH says.
+put_dependencies() {
+    local venv="$1" site src
+    site="$("$venv/bin/python" -c 'import ansible, os; print(os.path.dirname(os.path.dirname(ansible.__file__)))')"
     src="$("$VENV/bin/python" -c 'import ansible, os; print(os.path.join(os.path.dirname(os.path.dirname(ansible.__file__)), "ansible_collections", "kubernetes", "core"))')"
     if ! cmp -s "$src/MANIFEST.json" "$site/ansible_collections/kubernetes/core/MANIFEST.json"; then
         rm -rf "$site/ansible_collections/kubernetes/core"
         mkdir -p "$site/ansible_collections/kubernetes"
         cp -a "$src" "$site/ansible_collections/kubernetes/core"
     fi
-    VENV="$OLDEST_VENV" install_pip_bootstrap
+}
+
+# Galaxy's importer (galaxy-importer, as galaxy.ansible.com and Automation Hub run it on an upload) for the
+# release check `galaxy-importer` (tests/integration/release/release_steps.py), in a virtualenv of its own:
+# it pins ansible-lint, flake8 and attrs, and it must see the collection's declared dependency and nothing
+# else (the `ansible` package of .venv would hide an undeclared one).
+IMPORTER_REQUIREMENT="galaxy-importer>=0.4.44,<0.5"
+IMPORTER_VENV="$REPO/.venv-importer"
+setup_importer_venv() {
+    local stamp="$IMPORTER_VENV/.volfence-importer"
+    if [ ! -x "$IMPORTER_VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$IMPORTER_REQUIREMENT" ]; then
+        echo "setup.sh: creating $IMPORTER_VENV ($IMPORTER_REQUIREMENT)" >&2
+        rm -rf "$IMPORTER_VENV"
+        run_logged "virtualenv creation for galaxy-importer" "$(find_python)" -m venv "$IMPORTER_VENV"
+        run_logged "pip install $IMPORTER_REQUIREMENT" "$IMPORTER_VENV/bin/python" -m pip install --quiet \
+            --disable-pip-version-check "$IMPORTER_REQUIREMENT"
+        echo "$IMPORTER_REQUIREMENT" >"$stamp"
+    fi
+    put_dependencies "$IMPORTER_VENV"
+}
+
+setup_core_venvs() {
+    local newest release
+    newest="$("$VENV/bin/python" -c 'import ansible.release as r; print(".".join(r.__version__.split(".")[:2]))')"
+    for release in $(grep -v '^#' "$CORE_VERSIONS_FILE"); do
+        [ "$release" = "$newest" ] || setup_core_venv "$release"
+    done
+    # The one virtualenv of the older layout (ansible-core 2.16 only), now .venv-core-2.16.
+    rm -rf "$REPO/.venv-oldest"
 }
 
 main() {
@@ -235,7 +276,7 @@ main() {
         case "$arg" in
             --skip-apt) skip_apt=1 ;;
             --pip-bootstrap) only_bootstrap=1 ;;
-            -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+            -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
             *) die "unknown option: $arg (see --help)" ;;
         esac
     done
@@ -248,7 +289,8 @@ main() {
     run_logged "building the Ceph release roots" /usr/bin/python3 "$REPO/tools/lab/volfence_lab/ceph_releases.py" build
     setup_venv
     install_pip_bootstrap
-    setup_oldest_venv
+    setup_core_venvs
+    setup_importer_venv
 }
 
 main "$@"

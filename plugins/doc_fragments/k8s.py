@@ -44,6 +44,121 @@ notes:
   - Bad input and safety refusals fail before anything is changed.
 '''
 
+    # kubernetes.core's authentication options (AUTH_ARG_SPEC in its module_utils/args_common.py, which the
+    # modules' argument spec takes as is), documented here rather than by extending kubernetes.core's own
+    # fragment: Galaxy's importer renders a collection's docs with no other collection installed, and a
+    # module whose docs name another collection's fragment then has none. tests/unit keeps the names, types,
+    # aliases and suboptions equal to AUTH_ARG_SPEC; ansible-test's validate-modules checks each module.
+    AUTH = r'''
+options:
+  kubeconfig:
+    description:
+      - The kubeconfig to connect with, as a path or as the kubeconfig's content (a dictionary).
+      - Several paths may be given, joined by V(:) (V(;) on Windows), as in C(KUBECONFIG).
+      - With no connection option at all, the service account of the pod the module runs in is used, and
+        outside a pod the kubeconfig's default place (C(~/.kube/config)).
+      - Environment variable C(K8S_AUTH_KUBECONFIG) when unset.
+    type: raw
+  context:
+    description:
+      - Which context of the kubeconfig to use; its current context when unset.
+      - Environment variable C(K8S_AUTH_CONTEXT) when unset.
+    type: str
+  host:
+    description:
+      - The API server's URL, for example V(https://api.example.com:6443).
+      - Environment variable C(K8S_AUTH_HOST) when unset.
+    type: str
+  api_key:
+    description:
+      - A bearer token to authenticate with (a service account token, for example).
+      - Environment variable C(K8S_AUTH_API_KEY) when unset.
+    type: str
+  username:
+    description:
+      - User name for HTTP basic authentication, which few clusters accept.
+      - Environment variable C(K8S_AUTH_USERNAME) when unset.
+    type: str
+  password:
+    description:
+      - Password for HTTP basic authentication, with O(username).
+      - Environment variable C(K8S_AUTH_PASSWORD) when unset.
+    type: str
+  validate_certs:
+    description:
+      - Whether the API server's TLS certificate is verified.
+      - Environment variable C(K8S_AUTH_VERIFY_SSL) when unset.
+    type: bool
+    aliases: [verify_ssl]
+  ca_cert:
+    description:
+      - File with the CA certificates that the API server's certificate chains to (the whole chain).
+      - Environment variable C(K8S_AUTH_SSL_CA_CERT) when unset.
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description:
+      - File with the client certificate to authenticate with, together with O(client_key).
+      - Environment variable C(K8S_AUTH_CERT_FILE) when unset.
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - File with the private key of O(client_cert).
+      - Environment variable C(K8S_AUTH_KEY_FILE) when unset.
+    type: path
+    aliases: [key_file]
+  proxy:
+    description:
+      - URL of an HTTP proxy to reach the API server through. C(HTTPS_PROXY) and the like are not read.
+      - Environment variable C(K8S_AUTH_PROXY) when unset.
+    type: str
+  no_proxy:
+    description:
+      - Hosts, domains and CIDRs, comma-separated, reached without O(proxy). C(NO_PROXY) is not read.
+      - Environment variable C(K8S_AUTH_NO_PROXY) when unset.
+    type: str
+  proxy_headers:
+    description:
+      - Headers sent to O(proxy).
+    type: dict
+    suboptions:
+      proxy_basic_auth:
+        description:
+          - V(user:password) for the proxy's basic authentication.
+          - Environment variable C(K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH) when unset.
+        type: str
+      basic_auth:
+        description:
+          - V(user:password) for a basic authentication header.
+          - Environment variable C(K8S_AUTH_PROXY_HEADERS_BASIC_AUTH) when unset.
+        type: str
+      user_agent:
+        description:
+          - The C(User-Agent) header sent to the proxy.
+          - Environment variable C(K8S_AUTH_PROXY_HEADERS_USER_AGENT) when unset.
+        type: str
+  persist_config:
+    description:
+      - Whether a refreshed token of the kubeconfig's user (OIDC and similar credential providers) is written
+        back to the kubeconfig file. Not written when unset.
+      - Environment variable C(K8S_AUTH_PERSIST_CONFIG) when unset.
+    type: bool
+  impersonate_user:
+    description:
+      - The user the requests act as (C(Impersonate-User)); the credentials used need the right to impersonate.
+      - Environment variable C(K8S_AUTH_IMPERSONATE_USER) when unset.
+    type: str
+  impersonate_groups:
+    description:
+      - The groups the requests act as (C(Impersonate-Group)), with O(impersonate_user).
+      - Environment variable C(K8S_AUTH_IMPERSONATE_GROUPS) when unset, comma-separated.
+    type: list
+    elements: str
+notes:
+  - With O(validate_certs) on, O(ca_cert) or the kubeconfig must hold the API server's whole CA chain.
+'''
+
     ACTIONGROUP = r'''
 options: {}
 attributes:

@@ -32,7 +32,7 @@ description:
 author:
   - volfence.csi maintainers (@volfence)
 extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
+  - volfence.csi.k8s.AUTH
   - volfence.csi.k8s
   - volfence.csi.attributes
   - volfence.csi.attributes.INFO_MODULE

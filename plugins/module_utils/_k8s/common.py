@@ -10,7 +10,7 @@ plainly; the ``kubernetes`` library is guarded: without it a module fails with a
 (``check_requirements``) instead of a traceback.
 
 What comes from kubernetes.core, through its public module_utils: the authentication options
-(``AUTH_ARG_SPEC``, documented by the ``kubernetes.core.k8s_auth_options`` fragment) and the client
+(``AUTH_ARG_SPEC``, documented by this collection's ``volfence.csi.k8s.AUTH`` fragment) and the client
 configuration (``get_api_client``: kubeconfig file or dict, context, host, api_key, certificates,
 proxy and the ``K8S_AUTH_*`` environment variables, exactly as kubernetes.core modules resolve
 them; its ``configuration``). What comes from the ``kubernetes`` library, through its public API:

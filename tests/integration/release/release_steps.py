@@ -10,6 +10,9 @@ Steps, in order:
   galaxy-build    ansible-galaxy collection build: nothing of .venv/.lab*/.cache/tests/output/...
                   inside, every module, event source and rulebook and the EE metadata inside, size measured
   galaxy-install  the tarball installs offline (--no-deps) into an empty collections path
+  galaxy-importer Galaxy's importer (galaxy-importer, .venv-importer) imports the tarball with no warning or
+                  error: metadata, ansible-doc of every plugin with no other collection's docs, ansible-lint
+                  production profile, required tags; every module and filter documented
   module-docs     ansible-doc of every module (and filter/lookup/... plugin), from that installed copy
   module-run      every module runs from the installed copy (ad hoc, argument validation), and
                   ceph_blocklist_info refuses a missing keyring before contacting any cluster
@@ -51,6 +54,30 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 VENV = os.environ.get("VOLFENCE_VENV", os.path.join(REPO, ".venv"))
 VENV_BIN = os.path.join(VENV, "bin")
 
+# Galaxy's importer (step galaxy-importer) runs from a virtualenv of its own (scripts/setup.sh), which holds the
+# collection's declared dependency (kubernetes.core) and nothing else of Ansible's collections.
+IMPORTER_VENV = os.environ.get("VOLFENCE_IMPORTER_VENV", os.path.join(REPO, ".venv-importer"))
+# Its settings, each written out rather than left to a default or to /etc/galaxy-importer: every check it
+# can run without a container engine, and one stricter than its defaults (check_required_tags: the tags
+# Automation Hub requires). Left at its defaults:
+#   run_ansible_test  galaxy-importer runs ansible-test only in a container image; `make test` runs
+#                     ansible-test sanity on every claimed ansible-core instead.
+#   run_flake8        off, as Galaxy runs it: galaxy-importer 0.4.44 hands flake8 the filters' YAML docs
+#                     (plugins/filter/*.yml) as Python (E999 on each), and its W503 is a rule ansible-test's
+#                     pep8 leaves out; ansible-test sanity's pep8 and pylint check the Python.
+#   require_v1_or_greater  off while the collection is 0.x.
+IMPORTER_CONFIG = """[galaxy-importer]
+run_ansible_doc = True
+run_ansible_lint = True
+offline_ansible_lint = True
+run_flake8 = False
+check_changelog = True
+check_required_tags = True
+run_ansible_test = False
+ansible_test_local_image = False
+require_v1_or_greater = False
+log_level_main = INFO
+"""
 # Paths that must never be in the tarball (prefixes of member names).
 FORBIDDEN_IN_TARBALL = (".venv/", ".lab", ".cache/", "tests/output/", ".git/", "dist/", ".pytest_cache/",
                         ".hypothesis/", ".ansible/", ".ci/", "tools/", "scripts/", "tests/integration/lab/")
@@ -300,6 +327,58 @@ class Release(object):
             raise StepFailed("ansible-galaxy collection list finds %s in %s, expected only the clean path %s"
                              % (self.fqcn, where, self.collections))
         return "%s %s installed into an empty collections path (offline, --no-deps)" % (self.fqcn, version)
+
+    def step_galaxy_importer(self):
+        """Galaxy's importer on the tarball, as galaxy.ansible.com and Automation Hub import an upload: its
+        metadata checks, ansible-doc of every plugin with only the collection installed, and ansible-lint's
+        production profile with the importer's own rule choices. Passed when it imports with no warning and
+        no error and every module and filter has its docs in the result."""
+        python = os.path.join(IMPORTER_VENV, "bin", "python")
+        if not os.path.exists(python):
+            raise StepFailed("%s not found: run scripts/setup.sh (or `make setup`)" % python)
+        tarball = self.tarball()
+        folder = os.path.join(self.work, "galaxy-importer")
+        if os.path.isdir(folder):
+            shutil.rmtree(folder)
+        os.makedirs(folder)
+        config = os.path.join(folder, "galaxy-importer.cfg")
+        with open(config, "w") as handle:
+            handle.write(IMPORTER_CONFIG)
+        env = dict(os.environ, GALAXY_IMPORTER_CONFIG=config, ANSIBLE_NOCOLOR="1", NO_COLOR="1",
+                   PATH=os.path.join(IMPORTER_VENV, "bin") + os.pathsep + os.environ.get("PATH", ""))
+        for name in list(env):
+            # The importer reads GALAXY_IMPORTER_<SETTING> over its file, and ansible-doc/-lint read ANSIBLE_*.
+            if name.startswith(("GALAXY_IMPORTER_", "ANSIBLE_")) and name not in (
+                    "GALAXY_IMPORTER_CONFIG", "ANSIBLE_NOCOLOR"):
+                del env[name]
+        started = time.time()
+        proc = self.run([python, "-m", "galaxy_importer.main", tarball], cwd=folder, env=env, timeout=600)
+        elapsed = time.time() - started
+        findings = [line for line in proc.output.splitlines() if line.startswith(("WARNING:", "ERROR:"))]
+        if proc.returncode != 0 or "Importer processing completed successfully" not in proc.output or findings:
+            raise StepFailed("galaxy-importer (rc=%d), %d finding(s):\n%s" % (
+                proc.returncode, len(findings), "\n".join(findings[:40]) if findings else tail(proc.output)))
+        with open(os.path.join(folder, "importer_result.json")) as handle:
+            result = json.load(handle)
+        documented = dict(((c["content_type"], c["content_name"]), bool(c.get("doc_strings")))
+                          for c in result["docs_blob"]["contents"])
+        modules = ["module %s" % m for m in self.modules(REPO) if not documented.get(("module", m))]
+        # A filter plugin file holds several filters: ansible-doc documents the filters, not the file.
+        filter_files = set(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(REPO, "plugins", "filter", "*.py")))
+        filters = sorted(name for (kind, name), has_docs in documented.items()
+                         if kind == "filter" and not has_docs and name not in filter_files)
+        if modules or filters:
+            raise StepFailed("galaxy-importer has no docs for: %s" % ", ".join(modules + ["filter " + f for f in filters]))
+        if result.get("requires_ansible") != read_yaml(os.path.join(REPO, "meta", "runtime.yml"))["requires_ansible"]:
+            raise StepFailed("galaxy-importer reads requires_ansible %r" % result.get("requires_ansible"))
+        counts = {}
+        for kind, name in documented:
+            counts[kind] = counts.get(kind, 0) + 1
+        version = re.search(r"galaxy-importer (\S+)", proc.output)
+        return "galaxy-importer %s: imported with no warning or error in %.0f s; %d modules and %d filters documented" % (
+            version.group(1) if version else "?", elapsed,
+            sum(1 for (k, _n), d in documented.items() if k == "module" and d),
+            sum(1 for (k, _n), d in documented.items() if k == "filter" and d))
 
     def plugin_docs(self, root, plugin_type, names):
         """ansible-doc --json for `names` (one call; one call per plugin to pinpoint a failure)."""
@@ -644,6 +723,7 @@ STEPS = [
     ("ansible-lint", "step_ansible_lint"),
     ("galaxy-build", "step_galaxy_build"),
     ("galaxy-install", "step_galaxy_install"),
+    ("galaxy-importer", "step_galaxy_importer"),
     ("module-docs", "step_module_docs"),
     ("module-run", "step_module_run"),
     ("ee-introspect", "step_ee_introspect"),

@@ -45,6 +45,11 @@ def test_galaxy_install_offline_into_clean_path(release):
     assert os.path.exists(os.path.join(release.installed, "MANIFEST.json"))
 
 
+def test_galaxy_importer_imports_the_tarball_with_no_finding(release):
+    summary = check(release, "galaxy-importer")
+    assert "no warning or error" in summary
+
+
 def test_ansible_doc_every_module_from_installed_copy(release):
     check(release, "module-docs")
 
