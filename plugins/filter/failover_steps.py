@@ -207,7 +207,7 @@ def failover_report(read, *, failed_nodes, fence_method, fence=None, record=None
                              networkfences_created=created, taint_added=taint_added,
                              deleted_pods=deleted.get('deleted'), removed_attachments=removed.get('deleted'),
                              replacements_running=replacements.get('running'), kept_pods=release.get('kept_pods'),
-                             check_mode=check_mode)
+                             volumes=release.get('volumes'), check_mode=check_mode)
     return dict(report=report, summary=summary, failed_steps=failed_steps, failure=failure, events=events)
 
 

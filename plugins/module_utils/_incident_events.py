@@ -27,13 +27,29 @@ def _split(ref):
     return dict(namespace=namespace, name=name) if name else dict(name=namespace)
 
 
+def _replaced_pod(running, deleted_pods, volumes):
+    """('namespace/name', uid) of the force-deleted pod whose claim the replacement `running` took: the
+    deleted pod of the same name (a StatefulSet's), else one that held the claim (the release plan's
+    volumes); None when none was deleted by this run."""
+    deleted = dict(('%s/%s' % (p.get('namespace'), p.get('name')), p.get('uid')) for p in map(_dict, _items(deleted_pods)))
+    if running.get('pod') in deleted:
+        return running['pod'], deleted[running['pod']]
+    for volume in map(_dict, _items(volumes)):
+        if running.get('claim') in _items(volume.get('claims')):
+            for ref in _items(volume.get('pods')):
+                if ref in deleted:
+                    return ref, deleted[ref]
+    return None
+
+
 def failover_events(*, fence_method, fence_plan=None, fence_actions=None, networkfences_created=None,
                     taint_added=None, deleted_pods=None, removed_attachments=None, replacements_running=None,
-                    kept_pods=None, check_mode=False):
+                    kept_pods=None, volumes=None, check_mode=False):
     """node_failover's Events. fence_plan: the blocklist plan (by_node: {node: [addresses]}); fence_actions:
     the blocklist entries added; networkfences_created: [{node, name}]; taint_added: nodes; deleted_pods:
     pod_force_delete's `deleted`; removed_attachments: volumeattachment's removed names; replacements_running:
-    [{claim, node, pod}]; kept_pods: the release plan's pods left on the failed nodes, with why."""
+    [{claim, node, pod}]; kept_pods: the release plan's pods left on the failed nodes, with why; volumes: the
+    release plan's verdicts ({claims, pods}), which tell which deleted pod a replacement took the claim from."""
     if check_mode:
         return []
     events = []
@@ -64,6 +80,11 @@ def failover_events(*, fence_method, fence_plan=None, fence_actions=None, networ
         running = _dict(running)
         events.append(dict(what='replacement_running', regarding=_split(running.get('claim')), invariant='I6',
                            note='the replacement pod %s runs on %s' % (running.get('pod'), running.get('node'))))
+        old = _replaced_pod(running, deleted_pods, volumes)
+        events.append(dict(what='replacement_pod_running', regarding=_split(running.get('pod')), invariant='I6',
+                           note='runs on %s with claim %s, which volfence.csi released from a failed node%s' % (
+                               running.get('node'), running.get('claim'),
+                               ': replaces pod %s (uid %s), force-deleted there' % old if old else '')))
     for kept in _items(kept_pods):
         kept = _dict(kept)
         events.append(dict(what='failover_refused', regarding=_split(kept.get('pod')), invariant=kept.get('invariant'),
@@ -93,9 +114,16 @@ def cleanup_events(report, *, lock_results=None, volumes=None):
                                        lock.get('id'), image, lock.get('locker') or lock.get('address'))))
     pod = _dict(report.get('pod'))
     if report.get('pod_restarted') and pod.get('name'):
-        events.append(dict(what='pod_restarted', regarding=dict(namespace=pod.get('namespace'), name=pod['name']),
-                           invariant='I4' if lock_results is not None else 'I5',
+        # its uid: a StatefulSet's replacement has the same name, and the Event belongs to the pod deleted
+        events.append(dict(what='pod_restarted', invariant='I4' if lock_results is not None else 'I5',
+                           regarding=dict((k, v) for k, v in (('namespace', pod.get('namespace')), ('name', pod['name']),
+                                                              ('uid', pod.get('uid'))) if v),
                            note='deleted so that its controller starts it again: %s' % report.get('pod_restart_reason')))
+        for replacement in _items(report.get('replacements_running')):
+            events.append(dict(what='replacement_pod_running', regarding=_split(replacement),
+                               invariant='I4' if lock_results is not None else 'I5',
+                               note='replaces pod %s/%s%s, which volfence.csi deleted so that it mounts again' % (
+                                   pod.get('namespace'), pod['name'], ' (uid %s)' % pod['uid'] if pod.get('uid') else '')))
     return events
 
 

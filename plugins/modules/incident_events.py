@@ -56,14 +56,15 @@ options:
           - V(pod_restarted) - C(PodRestarted) on the Pod deleted so that its controller starts it again.
           - V(volumeattachment_deleted) - C(VolumeAttachmentDeleted) on the VolumeAttachment.
           - V(replacement_running) - C(ReplacementRunning) on the PersistentVolumeClaim.
+            V(replacement_pod_running) - C(ReplacementRunning) on the new Pod, naming the pod it replaces.
           - V(rbd_lock_broken) - C(RbdLockBroken) on the PersistentVolume.
           - V(dead_mount_recovered) - C(DeadMountRecovered) on the Pod.
           - V(failover_refused) - C(FailoverRefused), a C(Warning), on the Pod left stuck.
         type: str
         required: true
         choices: [node_fenced, node_unfenced, out_of_service_taint_added, out_of_service_taint_removed,
-                  pod_force_deleted, pod_restarted, volumeattachment_deleted, replacement_running, rbd_lock_broken,
-                  dead_mount_recovered, failover_refused]
+                  pod_force_deleted, pod_restarted, volumeattachment_deleted, replacement_running,
+                  replacement_pod_running, rbd_lock_broken, dead_mount_recovered, failover_refused]
       regarding:
         description:
           - The object, with C(name), C(namespace) (for a Pod or a PersistentVolumeClaim) and optionally C(uid);

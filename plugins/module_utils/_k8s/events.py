@@ -29,6 +29,8 @@ ACTIONS = {
     'pod_restarted': ('PodRestarted', 'Normal', 'Delete', 'Pod'),
     'volumeattachment_deleted': ('VolumeAttachmentDeleted', 'Normal', 'Delete', 'VolumeAttachment'),
     'replacement_running': ('ReplacementRunning', 'Normal', 'Observe', 'PersistentVolumeClaim'),
+    # the same, told on the new pod: `kubectl describe` of it shows which pod it replaces (its old uid)
+    'replacement_pod_running': ('ReplacementRunning', 'Normal', 'Observe', 'Pod'),
     'rbd_lock_broken': ('RbdLockBroken', 'Normal', 'BreakLock', 'PersistentVolume'),
     'dead_mount_recovered': ('DeadMountRecovered', 'Normal', 'Recover', 'Pod'),
     'failover_refused': ('FailoverRefused', 'Warning', 'Refuse', 'Pod'),

@@ -81,12 +81,20 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
         ("NodeFenced", "Node", "node-b"), ("OutOfServiceTaintAdded", "Node", "node-b"),
         ("PodForceDeleted", "Pod", "default/" + state["old_pod"]),
         ("VolumeAttachmentDeleted", "VolumeAttachment", removed[0]),
-        ("ReplacementRunning", "PersistentVolumeClaim", "default/" + state["pvc"])], story
+        ("ReplacementRunning", "PersistentVolumeClaim", "default/" + state["pvc"]),
+        ("ReplacementRunning", "Pod", "default/" + new["metadata"]["name"])], story
     for _reason, _kind, _name, message in story:
         assert "report: %s" % extra["report_path"] in message and "docs/safety.md" in message, message
     assert state["watchers"][0] in story[0][3] and new["metadata"]["name"] in story[4][3]
     described = kubectl(lab, "describe", "pvc", state["pvc"], "-n", "default") + kubectl(lab, "describe", "node", "node-b")
     assert "ReplacementRunning" in described and "NodeFenced" in described and "volfence.csi" in described
+    # the new pod's own describe tells which pod it replaces (the old one is gone: its Events are listed by
+    # `kubectl get events`, with its uid)
+    old_uid = [e["involvedObject"]["uid"] for e in volfence_events(kube) if e["reason"] == "PodForceDeleted"
+               and e["involvedObject"]["name"] == state["old_pod"]]
+    described = kubectl(lab, "describe", "pod", new["metadata"]["name"], "-n", "default")
+    assert "ReplacementRunning" in described and "replaces pod default/%s (uid %s)" % (state["old_pod"], old_uid[-1]) \
+        in " ".join(described.split()), described
     events_after = volfence_events(kube)
 
     again = run_playbook(lab_inventory, PLAYBOOK, extra)

@@ -61,15 +61,17 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
     report = json.loads((tmp_path / "r.json").read_text())
     # issue 35: the lock broken is told on its PersistentVolume, the restart on the pod
     story = told(kube, events_before)
-    assert [(reason, kind, name) for reason, kind, name, _m in story] == [
-        ("RbdLockBroken", "PersistentVolume", state["pv"]), ("PodRestarted", "Pod", "default/" + state["stuck_pod"])]
-    assert "kubelet_lock_magic_node-b" in story[0][3] and "allowed by I4" in story[0][3], story
     # The exact client of the stale lock was fenced before its lock was broken.
     assert [b["entry"] for b in report["blocklisted"]] == [state["locker_address"]]
     assert report["pod_restarted"] is True
     running = [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
                if p["status"].get("phase") == "Running"]
     assert len(running) == 1
+    assert [(reason, kind, name) for reason, kind, name, _m in story] == [
+        ("RbdLockBroken", "PersistentVolume", state["pv"]), ("PodRestarted", "Pod", "default/" + state["stuck_pod"]),
+        ("ReplacementRunning", "Pod", "default/" + running[0]["metadata"]["name"])], story
+    assert "kubelet_lock_magic_node-b" in story[0][3] and "allowed by I4" in story[0][3], story
+    assert "replaces pod default/%s" % state["stuck_pod"] in story[2][3], story
     # The new pod's node took the in-tree lock for itself.
     assert [l["id"] for l in locks(lab, state["image"])] == ["kubelet_lock_magic_" + running[0]["spec"]["nodeName"]]
 

@@ -38,7 +38,9 @@ def test_check_mode_then_cleanup(stale_volumeattachment, lab_inventory, tmp_path
     story = told(kube, events_before)
     assert [(reason, kind, name) for reason, kind, name, _m in story] == [
         ("VolumeAttachmentDeleted", "VolumeAttachment", state["volumeattachment"]),
-        ("PodRestarted", "Pod", "default/" + state["stuck_pod"])], story
+        ("PodRestarted", "Pod", "default/" + state["stuck_pod"]),
+        ("ReplacementRunning", "Pod", "default/" + running[0]["metadata"]["name"])], story
+    assert "replaces pod default/%s" % state["stuck_pod"] in story[2][3], story
     assert all("allowed by I5" in m and "report: %s" % extra["report_path"] in m for _r, _k, _n, m in story), story
     events_after = volfence_events(kube)
 

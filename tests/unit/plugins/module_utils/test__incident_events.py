@@ -35,11 +35,30 @@ def test_a_failover_tells_each_action_on_its_object_with_the_invariant_that_allo
     assert [(e['what'], e['regarding'].get('namespace'), e['regarding']['name'], e['invariant']) for e in events] == [
         ('node_fenced', None, 'node-b', 'I1'), ('out_of_service_taint_added', None, 'node-b', 'I6'),
         ('pod_force_deleted', 'shop', 'db-0', 'I6'), ('volumeattachment_deleted', None, 'csi-abc', 'I6'),
-        ('replacement_running', 'shop', 'data-db-0', 'I6'), ('failover_refused', 'shop', 'cache-0', 'I6')]
+        ('replacement_running', 'shop', 'data-db-0', 'I6'), ('replacement_pod_running', 'shop', 'db-0', 'I6'),
+        ('failover_refused', 'shop', 'cache-0', 'I6')]
     assert '10.0.0.12:0/3710147553' in events[0]['note'] and events[2]['regarding']['uid'] == 'u-1'
+    # the new pod of a StatefulSet has the old one's name: its Event names the uid it replaces, and carries none
+    # itself (the module reads the running pod's)
+    assert 'replaces pod shop/db-0 (uid u-1)' in events[5]['note'] and 'uid' not in events[5]['regarding']
     assert 'not made safe' in events[-1]['note']
     for event in events:
         check_event(event)   # what the module takes
+
+
+def test_the_new_pod_of_a_deployment_names_the_deleted_pod_that_held_its_claim():
+    events = done(deleted_pods=[dict(namespace='shop', name='web-7d9f-abcde', uid='u-9')],
+                  replacements_running=[dict(claim='shop/web-data', node='node-a', pod='shop/web-7d9f-fghij')],
+                  volumes=[dict(claims=['shop/other'], pods=['shop/x']),
+                           dict(claims=['shop/web-data'], pods=['shop/web-7d9f-abcde'])], kept_pods=[])
+    [pod_event] = [e for e in events if e['what'] == 'replacement_pod_running']
+    assert pod_event['regarding'] == dict(namespace='shop', name='web-7d9f-fghij')
+    assert 'replaces pod shop/web-7d9f-abcde (uid u-9)' in pod_event['note'] and 'node-a' in pod_event['note']
+    # a replacement whose claim no pod deleted by this run held (Kubernetes removed it first) says only that
+    alone = done(deleted_pods=[], replacements_running=[dict(claim='shop/web-data', node='node-a', pod='shop/web-1')],
+                 kept_pods=[])
+    [pod_event] = [e for e in alone if e['what'] == 'replacement_pod_running']
+    assert 'replaces' not in pod_event['note'] and 'shop/web-data' in pod_event['note']
 
 
 def test_nothing_done_nothing_told():
@@ -106,7 +125,9 @@ def test_posting_reads_the_uid_describe_needs_and_a_refusal_is_a_warning():
     assert warnings == [] and len(posted) == len(events) == len(api.created)
     path, body = api.created[0]
     assert path == '/apis/events.k8s.io/v1/namespaces/default/events' and body['regarding']['uid'] == 'node-uid'
-    assert '/api/v1/namespaces/shop/pods/db-0' not in api.reads   # its uid was given
+    # the deleted pod's uid was given; only its replacement of the same name is read, for its own uid
+    assert api.reads.count('/api/v1/namespaces/shop/pods/db-0') == 1
+    assert [b['regarding'].get('uid') for _p, b in api.created if b['reason'] == 'PodForceDeleted'] == ['u-1']
     assert api.created[2][0] == '/apis/events.k8s.io/v1/namespaces/shop/events'
     refused = Api({}, refuse=True)
     posted, warnings = post_events(refused, events[:1], now=NOW, instance='ctl')
@@ -123,7 +144,7 @@ def test_every_action_is_documented_in_the_module():
         assert 'V(%s) - C(%s)' % (what, reason) in incident_events.DOCUMENTATION, what
 
 
-def test_docs_events_md_lists_every_reason_once_with_its_type_action_and_object():
+def test_docs_events_md_lists_every_reason_with_its_type_action_and_each_object_it_is_told_on():
     import os
     import re
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -135,17 +156,21 @@ def test_docs_events_md_lists_every_reason_once_with_its_type_action_and_object(
 
 def test_a_cleanup_tells_each_attachment_lock_and_restart():
     from ansible_collections.volfence.csi.plugins.module_utils._incident_events import cleanup_events
-    report = dict(check_mode=False, deleted=['csi-abc'], pod=dict(namespace='shop', name='db-0'), pod_restarted=True,
-                  pod_restart_reason='a StatefulSet recreates it')
+    report = dict(check_mode=False, deleted=['csi-abc'], pod=dict(namespace='shop', name='db-0', uid='u-old'),
+                  pod_restarted=True, pod_restart_reason='a StatefulSet recreates it',
+                  replacements_running=['shop/db-0'])
     locks = [dict(item=dict(image='rbd/img-1', id='kubelet_lock_magic_node-b'),
                   broken=[dict(id='kubelet_lock_magic_node-b', locker='client.4242', address='10.0.0.12:0/1')])]
     volumes = [dict(image='rbd/img-1', pv_name='pv-1'), dict(image=None, pv_name='pv-2')]
     events = cleanup_events(report, lock_results=locks, volumes=volumes)
     assert [(e['what'], e['regarding'], e['invariant']) for e in events] == [
         ('volumeattachment_deleted', dict(name='csi-abc'), 'I5'), ('rbd_lock_broken', dict(name='pv-1'), 'I4'),
-        ('pod_restarted', dict(namespace='shop', name='db-0'), 'I4')]
+        ('pod_restarted', dict(namespace='shop', name='db-0', uid='u-old'), 'I4'),
+        ('replacement_pod_running', dict(namespace='shop', name='db-0'), 'I4')]
     assert 'kubelet_lock_magic_node-b of rbd/img-1 (held by client.4242)' in events[1]['note']
     assert 'a StatefulSet recreates it' in events[2]['note']
+    # the restarted pod's Event keeps its uid: its replacement of the same name is another object, told apart
+    assert 'replaces pod shop/db-0 (uid u-old)' in events[3]['note']
     for event in events:
         check_event(event)
     assert cleanup_events(dict(report, check_mode=True), lock_results=locks, volumes=volumes) == []
