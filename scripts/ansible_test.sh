@@ -39,7 +39,8 @@
 #     If the extra args contain --python, exactly one run with those args is made.
 #     If they contain --test/--skip-test, the secondary runs get the args unchanged
 #     instead of "--test compile --test import".
-#   * Results (junit XML etc.) are copied to tests/output/ansible-test/<cmd>/python<ver>/,
+#   * Results (junit XML etc.) are copied to tests/output/ansible-test/<cmd>/python<ver>/ (from another
+#     virtualenv than .venv: tests/output/ansible-test/<its name>/<cmd>/python<ver>/),
 #     and a closing line like "sanity: 25 passed, 0 failed, 1 skipped" is printed
 #     (sanity: one count per sanity test and Python; units: one per test case --
 #     ansible-test stops a units run at its first failing pytest group, so tests of
@@ -54,7 +55,16 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VOLFENCE_VENV:-$REPO/.venv}"
-WORK="$REPO/.cache"
+# The project virtualenv's runs work in .cache/; a run from another virtualenv (an older ansible-core's,
+# VOLFENCE_VENV=.venv-core-<release>) in .cache/<its name>/, with its results in
+# tests/output/ansible-test/<its name>/: runs from different virtualenvs may go side by side.
+if [ "$VENV" = "$REPO/.venv" ]; then
+    WORK="$REPO/.cache"
+    RESULTS_ROOT="$REPO/tests/output/ansible-test"
+else
+    WORK="$REPO/.cache/$(basename "$VENV")"
+    RESULTS_ROOT="$REPO/tests/output/ansible-test/$(basename "$VENV")"
+fi
 # Target Pythons of `sanity` by default: 3.12 (the controller's, the full suite) and then every other version
 # tests/config.yml's python_requires claims, of those the installed ansible-test supports; `units`: 3.12 and
 # 3.11 (Debian's, with the rados/rbd bindings).
@@ -97,7 +107,7 @@ esac
 [ -x "$VENV/bin/ansible-test" ] || die "$VENV/bin/ansible-test not found; run scripts/setup.sh first"
 "$REPO/scripts/setup.sh" --pip-bootstrap || die "installing the offline pip bootstrap failed"
 
-# One run at a time: concurrent runs would overwrite each other's tree copy.
+# One run at a time per virtualenv: concurrent runs would overwrite each other's tree copy.
 mkdir -p "$WORK"
 exec 9>"$WORK/ansible-test.lock"
 if ! flock -n 9; then
@@ -193,7 +203,7 @@ if [ "$CMD" = units ]; then
     fi
 fi
 
-RESULTS="$REPO/tests/output/ansible-test/$CMD"
+RESULTS="$RESULTS_ROOT/$CMD"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
