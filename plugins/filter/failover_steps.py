@@ -16,21 +16,13 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.volfence.csi.plugins.filter import safety as _safety
-from ansible_collections.volfence.csi.plugins.module_utils._incident_events import failover_events, recover_events
+from ansible_collections.volfence.csi.plugins.module_utils._incident_events import (
+    _dict, _items, failover_events, recover_events)
 
 FENCE_METHODS = ('blocklist', 'networkfence')
 # The Ceph modules' connection options, and the inventory variables that hold them (doc fragment volfence.csi.ceph).
 CEPH_SETTINGS = (('conf', 'volfence_ceph_conf'), ('keyring', 'volfence_ceph_keyring'), ('user', 'volfence_ceph_user'),
                  ('backend', 'volfence_ceph_backend'), ('command_prefix', 'volfence_ceph_command_prefix'))
-
-
-def _dict(value):
-    """A registered result or a fact; {} for a step that did not run (skipped, failed before, or none)."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(value):
-    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def _failed(result):

@@ -12,13 +12,18 @@ stuck, saying why."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from collections.abc import Mapping
 
+
+# Also the filters' (plugins/filter/failover_steps.py): a step's result read the same way everywhere.
 def _items(value):
+    """A list; [] for anything else (a step that did not run)."""
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
 def _dict(value):
-    return value if isinstance(value, dict) else {}
+    """A registered result or a fact; {} for a step that did not run (skipped, failed before, or none)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _split(ref):
