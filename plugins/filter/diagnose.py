@@ -53,8 +53,8 @@ def blocklist_ownership(entries, nodes=None, networkfences=None, watchers=None):
                      _objects(networkfences, "NetworkFence"), images)
 
 
-def diagnosis_table(diagnoses, node_volumes=None, owned=None):
-    return table(diagnoses, node_volumes or [], owned or [])
+def diagnosis_table(diagnoses, node_volumes=None, owned=None, volfence_events=None):
+    return table(diagnoses, node_volumes or [], owned or [], own_events=volfence_events or [])
 
 
 def _objects(value, what):

@@ -177,6 +177,21 @@ objects:
         entries to the fences that made them.
       type: list
       elements: dict
+volfence_events:
+  description:
+    - The newest Events volfence.csi posted (at most 20, newest first), what earlier runs did to which object;
+      the API server keeps Events for an hour by default. Each with C(time), C(type), C(reason), C(object)
+      (C(Kind namespace/name)), C(note) and C(line) (all of it in one line).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{time: "2026-11-27T15:00:02.123456Z", type: Normal, reason: NodeFenced, object: Node node-b,
+            note: "node-b's RBD clients blocklisted in Ceph: 10.0.0.12:0/3710147553 (allowed by I1 (docs/safety.md))",
+            line: "2026-11-27T15:00:02.123456Z NodeFenced on Node node-b: node-b's RBD clients blocklisted ..."}]
+volfence_events_error:
+  description: Why the collection's own Events could not be listed (for example RBAC), else null. Not a failure.
+  returned: success
+  type: str
 listed:
   description: How many objects of each kind were read (C(pods), C(events), C(nodes), C(pvcs), C(pvs),
     C(volumeattachments), C(networkfences)), to see that a run reads what the incident needs, not the whole cluster.
@@ -224,7 +239,9 @@ def main():
     module.exit_json(changed=False, server_version=result['server_version'], stuck=result['stuck'],
                      images=dict(rbd_csi=result['images']['rbd-csi'], rbd_intree=result['images']['rbd-intree']),
                      node_addresses=result['node_addresses'], nodes_not_ready=result['nodes_not_ready'],
-                     objects=result['objects'], listed=result['listed'], requests=api.requests)
+                     objects=result['objects'], volfence_events=result['volfence_events'],
+                     volfence_events_error=result['volfence_events_error'], listed=result['listed'],
+                     requests=api.requests)
 
 
 if __name__ == '__main__':

@@ -296,9 +296,11 @@ def blocklist_lines(owned):
     return ["", "blocklist: %d entr%s" % (len(owned), "y" if len(owned) == 1 else "ies")] + lines if owned else []
 
 
-def table(diagnoses, node_volumes=None, owned=None):
+def table(diagnoses, node_volumes=None, owned=None, own_events=None):
     """A fixed-width table for a terminal or a job log; then, for each node that is not Ready,
-    its volumes and what node_failover would do for each (node_volumes: down_node_volumes())."""
+    its volumes and what node_failover would do for each (node_volumes: down_node_volumes()); the
+    blocklist's owners; last, what earlier runs of volfence.csi told in the cluster (own_events: each with
+    its `line`, newest first)."""
     rows = [("NAMESPACE", "POD", "NODE", "AGE", "INCIDENT", "NEXT")]
     for d in diagnoses:
         nxt = d["next"]["file"] if d["next"] else "-"
@@ -319,4 +321,8 @@ def table(diagnoses, node_volumes=None, owned=None):
         lines.append("")
         lines.append("node %s (Ready=%s) holds %d volume(s):" % (entry["node"], entry["ready"], len(entry["volumes"])))
         lines.extend("  - " + v["line"] for v in entry["volumes"])
-    return lines + blocklist_lines(owned)
+    lines += blocklist_lines(owned)
+    if own_events:
+        lines += ["", "volfence.csi's Events, newest first (what earlier runs did):"]
+        lines.extend("  - " + e["line"] for e in own_events)
+    return lines

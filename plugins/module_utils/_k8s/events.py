@@ -117,3 +117,38 @@ def post_events(api, events, *, now, instance, report=None, check_mode=False):
             warnings.append('the %s Event on %s %s could not be posted (the action it tells of is done): %s'
                             % (ACTIONS[entry['what']][0], kind, regarding.get('name'), exc))
     return posted, warnings
+
+
+# The collection's own Events, as the API server selects them: core/v1 stores reportingController as
+# reportingComponent, a field selector of Events (pkg/apis/core/v1/conversion.go).
+OWN_EVENTS = 'reportingComponent=%s' % REPORTING_CONTROLLER
+RECENT_LIMIT = 20
+
+
+def _when(event):
+    series = event.get('series') or {}
+    return (series.get('lastObservedTime') or event.get('eventTime') or event.get('lastTimestamp')
+            or event.get('firstTimestamp') or (event.get('metadata') or {}).get('creationTimestamp') or '')
+
+
+def _newest_first(event):
+    """The Events of one run share their eventTime: then the order they were written in (etcd's revision,
+    the resourceVersion, which the API server gives as a number)."""
+    version = str((event.get('metadata') or {}).get('resourceVersion') or '')
+    return _when(event), int(version) if version.isdigit() else 0
+
+
+def recent_own_events(events, limit=RECENT_LIMIT):
+    """The newest `limit` of the collection's own Events (core/v1 objects, as a list returns them), newest
+    first, each as {time, type, reason, object ('Kind namespace/name'), note, line}: what diagnose shows
+    of what earlier runs did. The API server keeps Events for an hour by default (--event-ttl)."""
+    out = []
+    for event in sorted((e for e in events or [] if isinstance(e, dict)
+                         and e.get('reportingComponent') == REPORTING_CONTROLLER), key=_newest_first, reverse=True)[:limit]:
+        obj = event.get('involvedObject') or {}
+        ref = '/'.join(part for part in (obj.get('namespace'), obj.get('name')) if part)
+        entry = dict(time=_when(event), type=event.get('type'), reason=event.get('reason'),
+                     object='%s %s' % (obj.get('kind'), ref), note=event.get('message') or '')
+        entry['line'] = '%(time)s %(reason)s on %(object)s: %(note)s' % entry
+        out.append(entry)
+    return out

@@ -43,6 +43,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.preflight import missing_node
 from ansible_collections.volfence.csi.plugins.module_utils._ranges import MAX_LEASE_GRACE, check_range
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.ops import get_each
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sError
+from ansible_collections.volfence.csi.plugins.module_utils._k8s.events import OWN_EVENTS, recent_own_events
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import other_remediators_by_node
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import LEASE_NAMESPACE, failed_set
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import (
@@ -204,7 +206,9 @@ def gather(api, resource_path, *, namespaces=None, threshold=120, page=DEFAULT_P
     server_version, objects (pods: the stuck pods; events, pvcs, pvs, volumeattachments, nodes:
     what their classification reads; networkfences, whose blocklist entries are theirs), stuck (the first classification, without watchers or
     locks), images (rbd-csi and rbd-intree lists), node_addresses, nodes_not_ready
-    (_decisions/node_volumes.down_node_volumes) and listed (how many objects of each kind were read)."""
+    (_decisions/node_volumes.down_node_volumes), volfence_events (the collection's own recent Events,
+    events.recent_own_events) with volfence_events_error (why they could not be read, else None) and
+    listed (how many objects of each kind were read)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     namespaces = sorted(set(namespaces or []))
     listed = dict(pods=0, events=0, nodes=0, pvcs=0, pvs=0, volumeattachments=0, networkfences=0)
@@ -260,6 +264,15 @@ def gather(api, resource_path, *, namespaces=None, threshold=120, page=DEFAULT_P
                           what=('NetworkFence', None), page=page)
     listed['networkfences'] = len(fences)
 
+    # What earlier runs of the collection did, as they told it in the cluster. The Events of cluster-scoped
+    # objects (nodes, attachments, volumes) live in default. A refusal to list them (RBAC) is said, not fatal.
+    own, own_error = [], None
+    try:
+        for path in _paths(resource_path, 'events', sorted(set(namespaces) | set(['default'])) if namespaces else None):
+            own.extend(api.list(path, what=('Event', None), field_selector=OWN_EVENTS, page=page))
+    except K8sError as exc:
+        own_error = str(exc)
+
     events = events_of(stuck, warnings)
     first = diagnose(stuck, events=events, pvcs=pvcs, pvs=pvs, vas=vas, nodes=nodes, git_version=version,
                      threshold=threshold, now=now)
@@ -271,7 +284,7 @@ def gather(api, resource_path, *, namespaces=None, threshold=120, page=DEFAULT_P
                 images=images, node_addresses=addresses_by_node(nodes),
                 nodes_not_ready=down_node_volumes(nodes, pods=list(down_pods.values()), pvcs=pvcs, pvs=pvs,
                                                   attachments=vas),
-                listed=listed)
+                volfence_events=recent_own_events(own), volfence_events_error=own_error, listed=listed)
 
 
 # --------------------------------------------------------------------------- node_failover / node_recover

@@ -95,6 +95,14 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
     described = kubectl(lab, "describe", "pod", new["metadata"]["name"], "-n", "default")
     assert "ReplacementRunning" in described and "replaces pod default/%s (uid %s)" % (state["old_pod"], old_uid[-1]) \
         in " ".join(described.split()), described
+    # ... and diagnose shows what the failover did, newest first, from the cluster's Events
+    diagnosed = run_playbook(lab_inventory, os.path.join(REPO, "playbooks", "diagnose.yml"),
+                             {"report_path": str(tmp_path / "d.json"), "diagnose_namespaces": ["default"]})
+    assert diagnosed.rc == 0, diagnosed.stdout[-3000:]
+    shown = json.loads((tmp_path / "d.json").read_text())["volfence_events"]
+    assert [(e["reason"], e["object"]) for e in shown[:len(story)]] == [
+        (reason, "%s %s" % (kind, name)) for reason, kind, name, _m in reversed(story)], shown
+    assert "volfence.csi's Events, newest first" in diagnosed.stdout and "NodeFenced on Node node-b" in diagnosed.stdout
     events_after = volfence_events(kube)
 
     again = run_playbook(lab_inventory, PLAYBOOK, extra)

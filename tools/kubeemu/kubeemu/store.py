@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 
 from . import events, registry
 from .patch import PatchError, json_patch, merge_patch, strategic_merge
-from .selectors import (SelectorError, field_match, label_match,
+from .selectors import (SelectorError, check_field_labels, field_match, label_match,
                         parse_field_selector, parse_label_selector)
 
 DEFAULT_VERSION = "v1.30.2"
@@ -529,7 +529,8 @@ class Store:
             field_selector = events.field_selector_to_core(field_selector)
         try:
             lreqs = parse_label_selector(label_selector)
-            freqs = parse_field_selector(field_selector)
+            freqs = check_field_labels(parse_field_selector(field_selector), "" if rt.view_of else rt.group,
+                                       rt.kind)
         except SelectorError as e:
             raise bad_request(str(e))
         with self.lock:
@@ -1056,7 +1057,8 @@ class Store:
             field_selector = events.field_selector_to_core(field_selector)
         try:
             lreqs = parse_label_selector(label_selector)
-            freqs = parse_field_selector(field_selector)
+            freqs = check_field_labels(parse_field_selector(field_selector), "" if rt.view_of else rt.group,
+                                       rt.kind)
         except SelectorError as e:
             raise bad_request(str(e))
         w = Watcher(rt, ns if rt.namespaced else None, lreqs, freqs)

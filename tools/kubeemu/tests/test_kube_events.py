@@ -114,3 +114,17 @@ def test_kubectl_get_events_and_describe_show_it(events, core, ns, kubeconfig_pa
     assert "FailoverRefused" in listed and "pod/%s" % pod in listed and "node-x is Ready" in listed
     described = kubectl("describe", "pod", pod, "-n", ns)
     assert "FailoverRefused" in described and "node-x is Ready: not fenced (I1)" in described
+
+
+def test_a_field_label_the_api_server_does_not_support_is_refused_as_it_refuses_it(api_client, core):
+    """pkg/apis/core/v1/conversion.go: Events select on reportingComponent, Nodes on metadata.name and
+    spec.unschedulable only, a VolumeAttachment on metadata.name/namespace; anything else is a 400."""
+    core.list_event_for_all_namespaces(field_selector="reportingComponent=volfence.csi")
+    core.list_pod_for_all_namespaces(field_selector="spec.host=node-a")   # old clients' spec.nodeName
+    for call, selector in ((core.list_node, "metadata.namespace=default"), (core.list_node, "status.phase=Ready"),
+                           (core.list_pod_for_all_namespaces, "spec.nodeName2=x"),
+                           (client.StorageV1Api(api_client).list_volume_attachment, "spec.nodeName=node-a")):
+        with pytest.raises(ApiException) as refused:
+            call(field_selector=selector)
+        assert refused.value.status == 400 and "field label not supported: %s" % selector.split("=")[0] \
+            in refused.value.body

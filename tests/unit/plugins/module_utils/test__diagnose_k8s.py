@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.volfence.csi.tests.unit.plugins.module_utils.search_depth import examples
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose, pv_rbd_image
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import diagnose, pv_rbd_image, table
 from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import pod_claims
 from ansible_collections.volfence.csi.plugins.module_utils._k8s.gather import (
     FIELD_SELECTORS,
@@ -491,3 +491,53 @@ def test_an_api_error_while_reading_by_name_stops_the_read():
 
     with pytest.raises(RuntimeError, match="403"):
         gather_failed_nodes(Failing(objects), resource_path, ["dead"], now=NOW)
+
+
+def own_event(namespace, kind, name, reason, when, controller="volfence.csi"):
+    return {"metadata": {"name": "%s.%s" % (name, when), "namespace": namespace, "uid": "e-%s-%s" % (name, when)},
+            "involvedObject": {"kind": kind, "name": name, "namespace": namespace if kind == "Pod" else None},
+            "reason": reason, "type": "Normal", "message": "%s of %s" % (reason, name),
+            "eventTime": "2026-11-27T15:00:%02d.000000Z" % when, "reportingComponent": controller}
+
+
+def test_diagnose_shows_the_collections_own_recent_events_newest_first():
+    objects = big_cluster(5, stuck=1)
+    objects["events"] += [own_event("default", "Node", "dead", "NodeFenced", 1),
+                          own_event("ns-0", "Pod", "old-0", "PodForceDeleted", 2),
+                          own_event("default", "Node", "dead", "Fenced", 3, controller="someone-else")]
+    got, _again, api = selective_way(objects, 120, namespaces=["ns-0"])
+    # read with the selector the API server has for it (core/v1 reportingComponent), in the namespaces asked
+    # for and in default, where the Events of nodes, attachments and volumes live
+    lists = [r[1] for r in api.requests if r[0] == "LIST" and r[2] == "reportingComponent=volfence.csi"]
+    assert lists == ["/api/v1/namespaces/default/events", "/api/v1/namespaces/ns-0/events"]
+    assert [(e["reason"], e["object"]) for e in got["volfence_events"]] == [
+        ("PodForceDeleted", "Pod ns-0/old-0"), ("NodeFenced", "Node dead")]
+    assert got["volfence_events"][0]["line"] == "2026-11-27T15:00:02.000000Z PodForceDeleted on Pod ns-0/old-0: " \
+        "PodForceDeleted of old-0"
+    assert got["volfence_events_error"] is None
+    lines = table(got["stuck"], own_events=got["volfence_events"])
+    assert lines[-3:] == ["volfence.csi's Events, newest first (what earlier runs did):",
+                          "  - " + got["volfence_events"][0]["line"], "  - " + got["volfence_events"][1]["line"]]
+
+
+def test_events_that_cannot_be_listed_are_said_and_the_diagnosis_goes_on():
+    from ansible_collections.volfence.csi.plugins.module_utils._k8s.common import K8sApiError
+
+    class Forbidden(FakeApi):
+        def list(self, path, what=None, label_selector=None, field_selector=None, page=500):
+            if field_selector == "reportingComponent=volfence.csi":
+                raise K8sApiError("events is forbidden", status=403)
+            return FakeApi.list(self, path, what, label_selector, field_selector, page)
+
+    objects = big_cluster(5, stuck=1)
+    got = gather(Forbidden(objects), resource_path, threshold=120, now=NOW)
+    assert got["volfence_events"] == [] and "forbidden" in got["volfence_events_error"]
+    assert len(got["stuck"]) == 1
+
+
+def test_the_events_of_one_run_share_their_time_and_keep_the_order_they_were_written_in():
+    from ansible_collections.volfence.csi.plugins.module_utils._k8s.events import recent_own_events
+    first, second = own_event("default", "Node", "b", "NodeFenced", 7), own_event("default", "Node", "b", "Tainted", 7)
+    first["metadata"]["resourceVersion"], second["metadata"]["resourceVersion"] = "99", "100"  # 100 > 99, not "100" < "99"
+    assert [e["reason"] for e in recent_own_events([first, second])] == ["Tainted", "NodeFenced"]
+    assert len(recent_own_events([own_event("default", "Node", "n%d" % i, "R", i) for i in range(30)])) == 20
