@@ -22,7 +22,7 @@ help:
 	@echo "make lab-revive-node NODE=node-b back as after a reboot"
 	@echo "make lab-scenario NAME=stale-rbd-watcher|stale-volumeattachment|stale-rbd-lock"
 	@echo "make bench       every benchmark, then one table: figure, baseline, goal, met (.cache/bench/)"
-	@echo "make release-check  changelog, ansible-lint, galaxy build+install, ansible-builder"
+	@echo "make release-check  changelog, ansible-lint, galaxy build+install, galaxy-importer, ansible-builder"
 	@echo "make docs        render module docs into docs/modules"
 
 setup:

@@ -9,6 +9,9 @@
 #   galaxy-build    ansible-galaxy collection build; no .venv/.lab*/.cache/tests/output/dist/...
 #                   inside, every module, event source, rulebook and the EE metadata inside; size printed
 #   galaxy-install  ansible-galaxy collection install <tarball> -p <empty path> --offline --no-deps
+#   galaxy-importer Galaxy's importer (galaxy-importer, .venv-importer) on the tarball: no warning or
+#                   error, every module and filter documented, the modules' docs also with no other
+#                   collection installed
 #   module-docs     ansible-doc of every module, from that installed copy only
 #   module-run      `ansible localhost -m volfence.csi.<module>` from the installed copy: argument
 #                   validation of every module; ceph_blocklist_info refuses a missing keyring
@@ -32,7 +35,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VOLFENCE_VENV:-$REPO/.venv}"
 
 case "${1:-}" in
-    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 
 if [ ! -x "$VENV/bin/python" ] || [ ! -x "$VENV/bin/ansible-builder" ]; then
