@@ -54,11 +54,12 @@ def node_volumes(pods, *, node, pvcs=None, pvs=None, attachments=None):
 
 
 def failover_fence_plan(images, *, failed_nodes, nodes, leases=None, lease_grace_seconds=120,
-                        fence_unknown_watchers=False, force=False, daemon_addresses=None):
+                        fence_unknown_watchers=False, force=False, daemon_addresses=None, volumes=None):
     return _fence.fence_plan(_list(images, 'images'), failed_nodes, _list(nodes, 'nodes'), leases=_list(leases, 'leases'),
                              lease_grace=int(lease_grace_seconds),
                              daemon_addresses=_list(daemon_addresses, 'daemon_addresses'),
-                             fence_unknown=bool(fence_unknown_watchers), force=bool(force))
+                             fence_unknown=bool(fence_unknown_watchers), force=bool(force),
+                             staged=_fence.staged_images(_list(volumes, 'volumes'), failed_nodes))
 
 
 def failover_fence_cidrs(nodes, *, failed_nodes, leases=None, lease_grace_seconds=120, force=False):

@@ -10,18 +10,26 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: failed_nodes_fence
-short_description: Fence the Ceph clients of failed nodes that still watch their RBD images, in one call
+short_description: Fence every Ceph client failed nodes could still hold on their RBD images, in one call
 version_added: 0.3.0
 description:
-  - Reads who watches the failed nodes' RBD images, decides which watchers are the failed nodes' clients, blocklists
-    exactly those, and waits until they no longer watch, in one call over one Ceph connection. It is the fence
-    step of the C(volfence.csi.node_failover) playbook (C(fence_method=blocklist)).
-  - A watcher is fenced only when its address is one failed node's alone (or ceph-csi recorded that one failed
+  - Reads who watches the failed nodes' RBD images, their locks and ceph-csi's records, decides which clients the
+    failed nodes could still hold, blocklists those, and waits until they no longer watch, in one call over one
+    Ceph connection. It is the fence step of the C(volfence.csi.node_failover) playbook (C(fence_method=blocklist)).
+  - No watcher is no proof that no client holds an image. A frozen node (a paused VM, a soft lockup) or one cut from
+    the storage network for longer than C(osd_client_watch_timeout) (30 s) drops out of C(rbd status) while its
+    client still has the image open read-write, and comes back writing when it thaws. So the clients to fence are,
+    for each image, its watchers (C(ip:port/nonce)); the address ceph-csi recorded for a failed node (the whole IP,
+    C(ip:0/0), as ceph-csi fences it); the exclusive-lock owner (C(ip:port/nonce)) and the holder of another lock
+    (the whole IP: the in-tree plugin's C(rbd lock add) is not the client that writes); and, where none of these
+    is a failed node's but a failed node staged the image (O(volumes)), that node's own addresses, whole. A failed
+    node under the out-of-service taint (Kubernetes released its volumes without a fence) has its own addresses
+    fenced whole too. Each entry says where it came from (RV(plan.fenced)).
+  - A client is fenced only when its address is one failed node's alone (or ceph-csi recorded that one failed
     node staged the image from it, for pod networking; or O(fence_unknown_watchers) with a single failed node),
     every failed node is provably down, no Ready node lists the address, no two nodes share it, and no Ceph
     daemon uses it (invariant I1 of docs/safety.md; the same rules as the C(volfence.csi.failover_fence_plan)
-    filter). The others are returned in RV(plan.kept), each with the reason.
-  - Entries are blocklisted per client (C(ip:port/nonce)), never for a whole IP. The addresses of Ceph's own
+    filter). The others are returned in RV(plan.kept), each with the reason. The addresses of Ceph's own
     daemons and O(protect_addresses) are refused again before anything is written.
   - Then reads the images until no fenced client watches any (the OSDs drop a blocklisted client's watches once
     they see the new OSD map), at most O(wait_timeout) seconds. Until then the fence has not taken effect and
@@ -56,10 +64,20 @@ options:
   images:
     description:
       - The RBD images of the failed nodes' volumes, each as C(pool/image) or C(pool/namespace/image)
-        (RV(volfence.csi.failed_nodes_info#module:images)). An empty list fences nothing.
+        (RV(volfence.csi.failed_nodes_info#module:images)). An empty list reads no image; only a failed node under
+        the out-of-service taint is then fenced (its own addresses).
     type: list
     elements: str
     required: true
+  volumes:
+    description:
+      - The failed nodes' volumes (RV(volfence.csi.failed_nodes#module:volumes)): which images each failed node
+        staged. Where no client of a failed node is visible on such an image, the node's own addresses are
+        fenced, whole. Without it, an image nobody is seen to hold has nothing fenced for it, and
+        C(node_failover) does not release it.
+    type: list
+    elements: dict
+    default: []
   nodes:
     description:
       - Every Node object of the cluster (RV(volfence.csi.failed_nodes_info#module:nodes)). The owners of a watcher's
@@ -133,6 +151,7 @@ EXAMPLES = r'''
   volfence.csi.failed_nodes_fence:
     failed_nodes: [worker2]
     images: "{{ failover_read.images }}"
+    volumes: "{{ failover_read.volumes }}"
     nodes: "{{ failover_read.nodes }}"
     leases: "{{ failover_read.leases }}"
     node_addresses: "{{ failover_read.node_addresses }}"
@@ -170,16 +189,24 @@ plan:
   type: dict
   contains:
     fence:
-      description: The client addresses fenced.
+      description: The blocklist entries added, exact clients (C(ip:port/nonce)) and whole IPs (C(ip:0/0)).
       type: list
       elements: str
-      sample: ["10.0.0.2:0/3710147553"]
+      sample: ["10.0.0.2:0/3710147553", "10.0.0.3:0/0"]
+    fenced:
+      description:
+        - Each entry of RV(plan.fence) with the C(node) it is recorded for, the C(images) it was chosen for and its
+          C(sources) (V(watcher), V(ceph-csi record), V(exclusive-lock owner), V(lock holder),
+          V(node staged it, no client visible), V(out-of-service taint)).
+      type: list
+      elements: dict
+      sample: [{entry: "10.0.0.3:0/0", node: worker3, images: [rbd/csi-vol-1], sources: [ceph-csi record, watcher]}]
     kept:
-      description: The watchers not fenced, each with C(address), C(image), C(reason) and C(invariant).
+      description: The clients not fenced, each with C(address), C(image), C(source), C(reason) and C(invariant).
       type: list
       elements: dict
     by_image:
-      description: The addresses fenced per image.
+      description: The entries that cut the failed nodes' clients, per image.
       type: dict
     by_node:
       description: The addresses fenced for each failed node (what its record holds).
@@ -242,6 +269,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     CEPH_MUTUALLY_EXCLUSIVE, ceph_argument_spec, check_expire)
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.ops import FenceFailure, fence_failed_nodes
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import NodeMap
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import fence_plan, staged_images
 from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import check_object_name
 
 
@@ -250,6 +278,7 @@ def main():
         argument_spec=ceph_argument_spec(
             failed_nodes=dict(type='list', elements='str', required=True),
             images=dict(type='list', elements='str', required=True),
+            volumes=dict(type='list', elements='dict', default=[]),
             nodes=dict(type='list', elements='dict', required=True),
             leases=dict(type='list', elements='dict', default=[]),
             node_addresses=dict(type='dict', default={}),
@@ -287,11 +316,13 @@ def main():
     except ValueError as exc:
         module.fail_json(msg='%s; nothing was fenced' % exc)
 
-    output = dict(changed=False, images=[], missing=[], failed_images=[], plan=dict(
-        fence=[], kept=[], by_image={}, by_node=dict((n, []) for n in p['failed_nodes']), refused=None),
-        actions=[], failed_actions=[], watchers_after=[], still_watched=[], passed=[])
-    if not specs:
-        module.exit_json(backend=None, **output)
+    staged = staged_images(p['volumes'], p['failed_nodes'])
+    output = dict(changed=False, images=[], missing=[], failed_images=[], actions=[], failed_actions=[],
+                  watchers_after=[], still_watched=[], passed=[],
+                  plan=fence_plan([], p['failed_nodes'], p['nodes'], leases=p['leases'],
+                                  lease_grace=p['lease_grace_seconds'], force=p['force'], staged=staged))
+    if not specs and not output['plan']['fence']:
+        module.exit_json(backend=None, **output)  # no image and no node to fence: Ceph is not asked
     with module_session(module) as client:
         try:
             done = fence_failed_nodes(client, specs, failed_nodes=p['failed_nodes'], nodes=p['nodes'],
@@ -299,7 +330,8 @@ def main():
                                       fence_unknown=p['fence_unknown_watchers'], force=p['force'],
                                       expire=p['expire'], protect=p['protect_addresses'],
                                       check_mode=module.check_mode, wait_timeout=p['wait_timeout'],
-                                      settle_timeout=p['settle_timeout'], image_workers=p['parallel'])
+                                      settle_timeout=p['settle_timeout'], image_workers=p['parallel'],
+                                      staged=staged)
         except FenceFailure as exc:
             output.update(_outcome(exc.result))
             details = exc.fail_kwargs()

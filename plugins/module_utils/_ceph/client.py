@@ -426,9 +426,10 @@ class _Base(object):
         outbuf, _outs = self.mon(command)
         return json_document(outbuf, what or command.describe(), empty={})
 
-    def inspect_images(self, specs, metadata=True, workers=DEFAULT_IMAGE_WORKERS):
-        """[(spec, {'watchers': [...], 'metadata': {...}}, error)] for every spec."""
-        return self.run_parallel(lambda spec: self.inspect_image(spec, metadata), specs, workers)
+    def inspect_images(self, specs, metadata=True, workers=DEFAULT_IMAGE_WORKERS, locks=False):
+        """[(spec, {'watchers': [...], 'metadata': {...}, 'locks': {...}}, error)] for every spec (locks: as
+        image_locks() returns them, only when asked)."""
+        return self.run_parallel(lambda spec: self.inspect_image(spec, metadata, locks), specs, workers)
 
 
 # --------------------------------------------------------------------------- bindings backend
@@ -559,12 +560,14 @@ class RadosBackend(_Base):
         finally:
             image.close()
 
-    def inspect_image(self, spec, metadata=True):
+    def inspect_image(self, spec, metadata=True, locks=False):
         def read(image):
             out = {'watchers': [dict(address=w['addr'], client_id=int(w['id']), cookie=int(w['cookie']))
                                 for w in image.watchers_list()]}
             if metadata:
                 out['metadata'] = dict(image.metadata_list())
+            if locks:  # the same read-only open: no extra round trip to open the image
+                out['locks'] = normalize_lockers_bindings(image.list_lockers())
             return out
         return self._with_image(spec, 'watchers_list', read)
 
@@ -705,7 +708,7 @@ class CliBackend(_Base):
                     spec, ' (or namespace %r does not)' % spec.namespace if spec.namespace else '', exc.msg)
             raise
 
-    def inspect_image(self, spec, metadata=True):
+    def inspect_image(self, spec, metadata=True, locks=False):
         from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import json_document
         out, _err = self.run_image(spec, rbd_args(['status'], [str(spec)], ['--format', 'json']),
                                    'rbd status %s' % spec)
@@ -716,6 +719,8 @@ class CliBackend(_Base):
             out, _err = self.run_image(spec, rbd_args(['image-meta', 'list'], [str(spec)], ['--format', 'json']),
                                        'rbd image-meta list %s' % spec)
             result['metadata'] = json_document(out, 'rbd image-meta list %s' % spec, empty={})
+        if locks:
+            result['locks'] = self.image_locks(spec)
         return result
 
     def image_locks(self, spec):

@@ -402,12 +402,15 @@ class FenceFailure(CephError):
 
 def fence_failed_nodes(client, specs, *, failed_nodes, nodes, leases, node_map, lease_grace=120, fence_unknown=False,
                        force=False, expire=None, protect=None, check_mode=False, wait_timeout=60, settle_timeout=0,
-                       clock=SYSTEM_CLOCK, workers=DEFAULT_WORKERS, image_workers=DEFAULT_IMAGE_WORKERS):
+                       clock=SYSTEM_CLOCK, workers=DEFAULT_WORKERS, image_workers=DEFAULT_IMAGE_WORKERS, staged=None):
     """node_failover's fence in one Ceph session: read who watches the failed nodes' images (`specs`), decide
     with _decisions.fence.fence_plan exactly which of them are `failed_nodes`' clients (I1: never a Ready node's,
     a shared or a daemon's address; `nodes`, `leases`: the Node and Lease objects, `node_map`: the NodeMap of
     the nodes' addresses), blocklist those (ensure_blocklist refuses daemons and `protect` again), then wait
     until they no longer watch (I6: nothing is released on a fence that has not taken effect).
+    Each image is read with its locks too: a frozen or partitioned client no longer watches, but still owns its
+    exclusive lock, or its node still holds the in-tree lock; `staged` ({spec: [failed nodes]}, fence.staged_images)
+    names the images a failed node staged, whose node is fenced whole when no client of it is visible (fence_plan).
 
     A plan that keeps watchers no node lists (_decisions.fence.watchers_to_settle: perhaps a CSI controller
     that opened the image for a moment) is read and made again, up to `settle_timeout` seconds, until they
@@ -418,7 +421,7 @@ def fence_failed_nodes(client, specs, *, failed_nodes, nodes, leases, node_map, 
     def read_and_plan():
         """One read of the images and the fence plan made from it; FenceFailure when an image cannot be read."""
         images, missing, errors = [], [], []
-        for spec, raw, error in client.inspect_images(specs, metadata=True, workers=image_workers):
+        for spec, raw, error in client.inspect_images(specs, metadata=True, workers=image_workers, locks=True):
             if error is None:
                 images.append(image_report(spec, raw, node_map))
             elif isinstance(error, CephNotFoundError):
@@ -432,7 +435,7 @@ def fence_failed_nodes(client, specs, *, failed_nodes, nodes, leases, node_map, 
             raise FenceFailure('could not read %d of %d image(s), first %s: %s; nothing was fenced'
                                % (len(errors), len(specs), spec, first.msg), out, first)
         out['plan'] = fence_plan(images, list(failed_nodes), nodes, leases=leases, lease_grace=lease_grace,
-                                 fence_unknown=fence_unknown, force=force)
+                                 fence_unknown=fence_unknown, force=force, staged=staged)
         return out
 
     deadline = clock.time() + settle_timeout if settle_timeout else None

@@ -122,6 +122,8 @@ def image_report(spec, raw, node_map=None, exclude=None):
         csi_client_addresses=csi_client_addresses(raw.get('metadata'), node_map)
         if 'metadata' in raw else [],
     )
+    if 'locks' in raw:
+        report['locks'] = describe_locks(raw['locks'], node_map)
     return report
 
 

@@ -17,7 +17,9 @@ import re
 
 from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     age_seconds,
+    is_out_of_service,
     node_ready,
+    node_taints,
     object_name,
 )
 
@@ -90,6 +92,9 @@ def client_address_key(text):
     """(ip, port, nonce) of a Ceph client address (ip:port/nonce, [ipv6]:port/nonce, a plain IP), with
     the IP normalised, to compare addresses however Ceph or a record wrote them; None if unreadable."""
     text = _CEPH_TYPE_PREFIX.sub('', str(text or '').strip())
+    bare = normalize_ip(text)
+    if bare is not None and '/' not in text and not text.startswith('['):
+        return (bare, 0, 0)  # a plain IP (a bare IPv6 would otherwise read its last group as a port)
     match = re.match(r'^\[?([0-9A-Fa-f:.]+?)\]?(?::(\d+))?(?:/(\d+))?$', text)
     if not match:
         return None
@@ -97,6 +102,30 @@ def client_address_key(text):
     if ip is None:
         return None
     return (ip, int(match.group(2) or 0), int(match.group(3) or 0))
+
+
+def whole_ip_entry(ip):
+    """The blocklist entry that cuts every client of `ip` (any port, any nonce), as ceph-csi fences a node's
+    recorded address: Ceph matches ip:0/0 against every client of the IP (OSDMap::is_blocklisted). None when
+    `ip` names no single host."""
+    ip = normalize_ip(ip)
+    if ip is None:
+        return None
+    return '%s:0/0' % (('[%s]' % ip) if ip.version == 6 else ip)
+
+
+def entry_covers(entry, address):
+    """Whether the blocklist entry `entry` (ip:port/nonce; ip:0/0 or a bare IP: the whole IP) cuts the client
+    at `address`."""
+    fenced, client = client_address_key(entry), client_address_key(address)
+    if fenced is None or client is None or fenced[0] != client[0]:
+        return False
+    return fenced[1:] == (0, 0) or fenced == client
+
+
+def covered_by(entries, address):
+    """The entries of `entries` that cut the client at `address`, in their order."""
+    return [e for e in entries or () if entry_covers(e, address)]
 
 
 # --------------------------------------------------------------------------- the cluster as the rules see it
@@ -151,6 +180,8 @@ class ClusterView(object):
                 boot_id=(((node.get('status') or {}).get('nodeInfo') or {}).get('bootID') or None),
                 addresses=addresses,
                 volumes_in_use=list((node.get('status') or {}).get('volumesInUse') or []),
+                # Kubernetes releases the volumes of a node under this taint without any fence (I6)
+                out_of_service=any(is_out_of_service(t) for t in node_taints(node)),
             )
             for ip in addresses:
                 owners = self.owners.setdefault(ip, [])
@@ -170,6 +201,9 @@ class ClusterView(object):
 
     def ready(self, name):
         return (self.nodes.get(name) or {}).get('ready') == 'True'
+
+    def out_of_service(self, name):
+        return bool((self.nodes.get(name) or {}).get('out_of_service'))
 
     def addressless_ready(self):
         """Ready nodes whose status lists no IP: no address can be proven not to be theirs."""

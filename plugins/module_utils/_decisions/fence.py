@@ -13,69 +13,198 @@ __metaclass__ = type
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
     ClusterView,
+    client_address_key,
+    covered_by,
     daemon_ips,
     failed_set,
     normalize_ip,
+    whole_ip_entry,
 )
 
 
-def fence_plan(images, failed_node, nodes, *, leases=None, lease_grace=120, daemon_addresses=None,
-               fence_unknown=False, force=False, now=None):
-    """Split the watchers of the failed node's images into those to fence and those to keep (I1).
+# Where the clients a failed node could still hold come from (the report says which for each entry).
+SOURCE_WATCHER = 'watcher'
+SOURCE_RECORD = 'ceph-csi record'
+SOURCE_EXCLUSIVE_LOCK = 'exclusive-lock owner'
+SOURCE_LOCK = 'lock holder'
+SOURCE_STAGED = 'node staged it, no client visible'
+SOURCE_OUT_OF_SERVICE = 'out-of-service taint'
+LOCK_SOURCES = (SOURCE_EXCLUSIVE_LOCK, SOURCE_LOCK)
 
-    images: rbd_watchers_info' `images` (watchers with `address`; csi_client_addresses with node, ip).
+
+def image_suspects(image, failed):
+    """Every client a failed node could still hold on one image, whether it watches now or not (I6): a frozen
+    or partitioned client drops out of `rbd status` after osd_client_watch_timeout (30 s) and comes back,
+    writing, when it thaws. Its watchers (exact); the address ceph-csi recorded for a failed node (the whole
+    IP, as ceph-csi fences it); the exclusive-lock owner (the writing librbd client itself: exact); another
+    lock's holder (the whole IP: the in-tree plugin takes kubelet_lock_magic_<node> with a short-lived `rbd
+    lock add`, so the locker is not the client that maps and writes the image).
+    Returns [{address, whole, source, node}] (node: the failed node a record names, else None)."""
+    found = [dict(address=w.get('address'), whole=False, source=SOURCE_WATCHER, node=None)
+             for w in image.get('watchers') or [] if isinstance(w, dict)]
+    for client in image.get('csi_client_addresses') or []:
+        if isinstance(client, dict) and client.get('node') in failed and normalize_ip(client.get('ip')) is not None:
+            found.append(dict(address=str(normalize_ip(client['ip'])), whole=True, source=SOURCE_RECORD,
+                              node=client['node']))
+    for lock in image.get('locks') or []:
+        if isinstance(lock, dict) and lock.get('address'):
+            managed = bool(lock.get('managed'))
+            found.append(dict(address=lock['address'], whole=not managed, node=None,
+                              source=SOURCE_EXCLUSIVE_LOCK if managed else SOURCE_LOCK))
+    return found
+
+
+def staged_images(volumes, failed_node):
+    """{image spec: [failed nodes]}: the RBD images the failed nodes staged (their VolumeAttachments and pods:
+    failover_volumes()), each with the failed nodes that hold it; what fence_plan falls back on when no client
+    of them is visible."""
+    failed = failed_set(failed_node)
+    staged = {}
+    for volume in volumes or []:
+        if isinstance(volume, dict) and volume.get('image'):
+            nodes = [n for n in volume.get('nodes') or failed if n in failed]
+            staged.setdefault(volume['image'], [])
+            staged[volume['image']] = sorted(set(staged[volume['image']]) | set(nodes))
+    return staged
+
+
+def fence_plan(images, failed_node, nodes, *, leases=None, lease_grace=120, daemon_addresses=None,
+               fence_unknown=False, force=False, now=None, staged=None):
+    """What to blocklist so that no client a failed node could still hold writes again (I1, I6).
+
+    images: rbd_watchers_info' `images` (watchers with `address`; csi_client_addresses with node, ip) and, when
+    read, each image's `locks` (rbd_lock_info's). staged: {image spec: [failed nodes that staged it]} (their
+    VolumeAttachments and pods: failed_nodes' `volumes`).
     failed_node: the failed node, or a list of failed nodes (a rack): one plan across them.
     nodes, leases: Node and Lease objects as k8s_info returns them. The watchers' own `node` field
     is not trusted: owners are re-derived from every address of every node, after normalising.
-    A watcher is fenced only when its address is one failed node's alone (or, for pod networking,
-    ceph-csi recorded that one failed node staged the image from it, or fence_unknown with a single
-    failed node), every failed node is provably down, no Ready node lists the address, no two nodes
-    share it, and no Ceph daemon uses it. force lets a fresh Lease pass (never a Ready node).
-    Returns {fence: [address], kept: [{address, image, reason, invariant}], by_image: {spec: [address]},
-    by_node: {node: [address]} (what each node's failover marker records), refused: reason or None}.
+
+    The clients to fence are image_suspects() of each image: watchers and lock holders by their exact address,
+    ceph-csi's record of a failed node by its whole IP, and, for an image a failed node staged where none of
+    these is a failed node's, that node's own addresses, whole; and a failed node under the out-of-service taint
+    (Kubernetes released its volumes, or will, without a fence) by its own addresses, whole. Each is fenced only
+    when its address is one failed node's alone (or, for pod networking, ceph-csi recorded that one failed node
+    there, or fence_unknown with a single failed node), every failed node is provably down, no Ready node lists
+    the address, no two nodes share it, and no Ceph daemon uses it. force lets a fresh Lease pass (never a
+    Ready node). A watcher or lock holder that exactly one other node lists is that node's (`other_node`) and
+    holds nothing back; a lock holder that is no failed node's is not this failover's and is left out.
+
+    Returns {fence: [blocklist entry] (exact clients, ip:0/0 for a whole IP; an exact client inside a whole IP
+    fenced is not added again), fenced: [{entry, node, sources, images}], kept: [{address, image, reason,
+    invariant, source}], by_image: {spec: [entries cutting the failed nodes' clients there]}, by_node: {node:
+    [entry]} (what each node's record holds), refused: reason or None}.
     """
     view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now=now)
     failed = failed_set(failed_node)
     daemons = daemon_ips(daemon_addresses)
     refused = view.alive_reasons(failed, lease_grace, allow_fresh_lease=force)
     addressless = view.addressless_ready()
-    fence, kept, by_image = [], [], {}
-    by_node = dict((n, []) for n in failed)
+    chosen = {}    # entry -> {node, sources, images}
+    kept, by_image = [], {}
+    rules = dict(daemons=daemons, addressless=addressless, fence_unknown=fence_unknown, refused=refused)
+
+    def choose(entry, node, source, spec):
+        item = chosen.setdefault(entry, dict(entry=entry, node=node, sources=[], images=[]))
+        if source not in item['sources']:
+            item['sources'].append(source)
+        if spec is not None and spec not in item['images']:
+            item['images'].append(spec)
+        return entry
+
     for image in images or []:
         spec = image.get('spec') or '%s/%s' % (image.get('pool'), image.get('image'))
-        recorded = {}
-        for client in image.get('csi_client_addresses') or []:
-            ip = normalize_ip(client.get('ip'))
-            if client.get('node') in failed and ip is not None:
-                recorded.setdefault(ip, set()).add(client['node'])
-        chosen = []
-        for watcher in image.get('watchers') or []:
-            address = watcher.get('address')
-            ip = normalize_ip(address)
-            reason = _fence_refusal(view, ip, failed, recorded=recorded, daemons=daemons, addressless=addressless,
-                                    fence_unknown=fence_unknown, refused=refused)
+        recorded = _recorded(image, failed)
+        here = by_image.setdefault(spec, [])
+        named = False
+        for suspect in image_suspects(image, failed):
+            ip = normalize_ip(suspect['address'])
+            reason = _fence_refusal(view, ip, failed, recorded=recorded, **rules)
             if reason is None:
-                chosen.append(address)
-                if address not in fence:
-                    fence.append(address)
-                owner = _fenced_owner(view, ip, failed, recorded)
-                if address not in by_node[owner]:
-                    by_node[owner].append(address)
+                entry = whole_ip_entry(ip) if suspect['whole'] else suspect['address']
+                owner = suspect['node'] or _fenced_owner(view, ip, failed, recorded)
+                here.append(choose(entry, owner, suspect['source'], spec))
+                named = True
+                continue
+            owner = _sole_other_owner(view, ip, failed, daemons)
+            if suspect['source'] in LOCK_SOURCES and (owner or (ip is not None and view.owners_of(ip))):
+                continue  # another node's lock (the replacement's exclusive lock): not this failover's
+            entry = dict(address=suspect['address'], image=spec, reason=reason, invariant='I1',
+                         source=suspect['source'])
+            if owner and suspect['source'] != SOURCE_RECORD:
+                # Another node's client (ceph-csi on the replacement's node opens the image to check it):
+                # not a failed node's, so it does not hold back the release (I6).
+                entry['other_node'] = owner
+            elif (suspect['source'] == SOURCE_WATCHER and ip is not None and not refused and ip not in daemons
+                  and not view.owners_of(ip)):
+                # No node lists it: perhaps a driver's controller that opened the image for a
+                # moment (ceph-csi's ControllerUnpublish reads and removes its record there).
+                entry['unlisted'] = True
             else:
-                entry = dict(address=address, image=spec, reason=reason, invariant='I1')
-                owner = _sole_other_owner(view, ip, failed, daemons)
-                if owner:
-                    # Another node's client (ceph-csi on the replacement's node opens the image to
-                    # check it): not a failed node's, so it does not hold back the release (I6).
-                    entry['other_node'] = owner
-                elif ip is not None and not refused and ip not in daemons and not view.owners_of(ip):
-                    # No node lists it: perhaps a driver's controller that opened the image for a
-                    # moment (ceph-csi's ControllerUnpublish reads and removes its record there).
-                    entry['unlisted'] = True
-                kept.append(entry)
-        by_image[spec] = chosen
-    kept = _cut_elsewhere(kept, fence, by_image)
-    return dict(fence=fence, kept=kept, by_image=by_image, by_node=by_node, refused=refused)
+                named = named or suspect['source'] == SOURCE_RECORD
+            kept.append(entry)
+        if not named:
+            for node in [n for n in (staged or {}).get(spec) or [] if n in failed]:
+                _fence_node(view, node, failed, source=SOURCE_STAGED, spec=spec, rules=rules, choose=choose, here=here,
+                            kept=kept)
+    for node in failed:
+        if view.out_of_service(node):
+            _fence_node(view, node, failed, source=SOURCE_OUT_OF_SERVICE, spec=None, rules=rules, choose=choose, here=[],
+                        kept=kept)
+    kept = _cut_elsewhere(kept, chosen, by_image)
+    fence, by_node = _minimal(chosen, failed)
+    for spec in by_image:
+        by_image[spec] = sorted(set(e if e in fence else covered_by(fence, e)[0] for e in by_image[spec]))
+    fenced = [dict(chosen[e], sources=sorted(chosen[e]['sources']), images=sorted(chosen[e]['images']))
+              for e in fence]
+    return dict(fence=fence, fenced=fenced, kept=kept, by_image=by_image, by_node=by_node, refused=refused)
+
+
+def _recorded(image, failed):
+    """{ip: set(failed nodes)} of ceph-csi's records of the failed nodes on one image."""
+    recorded = {}
+    for client in image.get('csi_client_addresses') or []:
+        ip = normalize_ip(client.get('ip')) if isinstance(client, dict) else None
+        if ip is not None and client.get('node') in failed:
+            recorded.setdefault(ip, set()).add(client['node'])
+    return recorded
+
+
+def _fence_node(view, node, failed, *, source, spec, rules, choose, here, kept):
+    """Fence a failed node's own addresses, whole (I1 as for any client); an address it may not fence is kept,
+    and, when the node has none it may fence, the image is kept for that reason."""
+    addresses = (view.nodes.get(node) or {}).get('addresses') or []
+    fenced_one = False
+    for ip in addresses:
+        reason = _fence_refusal(view, ip, failed, recorded={}, **rules)
+        if reason is None:
+            here.append(choose(whole_ip_entry(ip), node, source, spec))
+            fenced_one = True
+        elif spec is not None:
+            kept.append(dict(address=str(ip), image=spec, source=source, invariant='I1', reason=(
+                '%s staged it and no client of it is visible (a frozen or partitioned client drops out of rbd '
+                'status), but its address cannot be fenced: %s' % (node, reason))))
+    if not addresses and spec is not None:
+        kept.append(dict(address=None, image=spec, source=source, invariant='I1', reason=(
+            '%s staged it and no client of it is visible (a frozen or partitioned client drops out of rbd status), '
+            'and it lists no address to fence' % node)))
+    return fenced_one
+
+
+def _minimal(chosen, failed):
+    """The entries to add, sorted, without an exact client that a whole-IP entry of the plan already cuts;
+    and each node's."""
+    whole = [e for e in chosen if client_address_key(e) and client_address_key(e)[1:] == (0, 0)]
+    fence = sorted(e for e in chosen if e in whole or not covered_by(whole, e))
+    for entry in [e for e in chosen if e not in fence]:
+        cover = covered_by(whole, entry)[0]
+        for source in chosen[entry]['sources']:
+            if source not in chosen[cover]['sources']:
+                chosen[cover]['sources'].append(source)
+        chosen[cover]['images'] = sorted(set(chosen[cover]['images']) | set(chosen[entry]['images']))
+    by_node = dict((n, []) for n in failed)
+    for entry in fence:
+        by_node.setdefault(chosen[entry]['node'], []).append(entry)
+    return fence, by_node
 
 
 def watchers_to_settle(plan):
@@ -87,15 +216,15 @@ def watchers_to_settle(plan):
     return sorted(set((k['image'], k['address']) for k in plan.get('kept') or () if k.get('unlisted')))
 
 
-def _cut_elsewhere(kept, fence, by_image):
-    """Kept watchers whose exact client (ip:port/nonce) is fenced for another image are cut by that
-    entry on this image too: report them fenced there, or their volume would be held back (I6) for a
-    client the run did fence. Only a ceph-csi record differs between images; no other reason can."""
-    fenced = set(fence)
+def _cut_elsewhere(kept, chosen, by_image):
+    """Kept clients that an entry chosen for another image cuts (the same exact client, or its whole IP) are
+    cut on this image too: report them fenced there, or their volume would be held back (I6) for a client
+    the run did fence. Only a ceph-csi record or a staging differs between images; no other reason can."""
     still = []
     for entry in kept:
-        if entry['address'] in fenced:
-            by_image[entry['image']].append(entry['address'])
+        cover = covered_by(chosen, entry['address']) if entry.get('address') else []
+        if cover and entry.get('source') != SOURCE_STAGED:
+            by_image[entry['image']].append(cover[0])
         else:
             still.append(entry)
     return still

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
+    covered_by,
     failed_nodes_text,
     failed_set,
     network_contains,
@@ -70,7 +71,6 @@ def release_plan(failed_node, volumes, pods, *, fence_method='blocklist', images
     after = None if watchers_after is None else dict((i.get('spec'), i) for i in watchers_after or []
                                                      if isinstance(i, dict))
     fence = fence or {}
-    fenced = set(fence.get('fence') or [])
     kept_by_image = {}
     for item in fence.get('kept') or []:
         kept_by_image.setdefault(item.get('image'), []).append(item)
@@ -81,7 +81,7 @@ def release_plan(failed_node, volumes, pods, *, fence_method='blocklist', images
         if not isinstance(volume, dict):
             continue
         safe, how = _volume_safety(volume, fence_method=fence_method, before=before, missing=missing, after=after,
-                                   fenced=fenced, kept_by_image=kept_by_image, nets=nets,
+                                   fence=fence, kept_by_image=kept_by_image, nets=nets,
                                    networkfence_ok=networkfence_ok, taint=taint,
                                    failed_node=failed_nodes_text(volume.get('nodes') or failed),
                                    fence_refused=fence.get('refused'))
@@ -168,8 +168,7 @@ def waiting_verdicts(waiting, failed, *, before, after, fence, kept_by_image, ne
             continue  # not read on Ceph (gone): nothing of the failed nodes holds it
         recorded = sorted(set(c.get('node') for c in read.get('csi_client_addresses') or [] if c.get('node') in failed))
         if nets is not None:
-            fenced_here = [w.get('address') for w in read.get('watchers') or []
-                           if any(network_contains(n, normalize_ip(w.get('address'))) for n in nets)]
+            fenced_here = [w.get('address') for w in read.get('watchers') or [] if _inside(nets, w.get('address'))]
         else:
             fenced_here = list((fence.get('by_image') or {}).get(image) or [])
         if not fenced_here and not recorded:
@@ -178,7 +177,7 @@ def waiting_verdicts(waiting, failed, *, before, after, fence, kept_by_image, ne
         # any other kept client (one no failed node can be proven to own, or another node's) keeps the pod waiting
         kept = [k for k in kept_by_image.get(image) or [] if k.get('other_node') != item.get('node')]
         still = [w.get('address') for w in ((after or {}).get(image) or {}).get('watchers') or []
-                 if w.get('address') in fenced_here]
+                 if (_inside(nets, w.get('address')) if nets is not None else covered_by(fenced_here, w.get('address')))]
         what = 'pod %s waits on %s (claim %s)' % (item.get('pod'), image, item.get('claim'))
         if fence.get('refused'):
             safe, how = False, 'nothing was fenced: %s' % fence['refused']
@@ -235,8 +234,17 @@ def _put_back_on_node(pod):
     return None
 
 
-def _volume_safety(volume, *, fence_method, before, missing, after, fenced, kept_by_image, nets, networkfence_ok,
+def _inside(nets, address):
+    ip = normalize_ip(address)
+    return any(network_contains(n, ip) for n in nets or ())
+
+
+def _volume_safety(volume, *, fence_method, before, missing, after, fence, kept_by_image, nets, networkfence_ok,
                    taint, failed_node, fence_refused=None):
+    """(safe, how) of one volume (I6): an RBD volume is safe when every client a failed node could still hold
+    on it (fence_plan's image_suspects: its watchers, ceph-csi's record, its lock holders, else the node's own
+    addresses) is cut by the fence and the fenced watchers are gone. No watcher alone proves nothing: a frozen
+    or partitioned client drops out of `rbd status` and comes back."""
     image = volume.get('image')
     source = volume.get('source')
     inline = source in (SOURCE_POD_INLINE, SOURCE_VA_INLINE)
@@ -258,26 +266,38 @@ def _volume_safety(volume, *, fence_method, before, missing, after, fenced, kept
     foreign = set(k['address'] for k in kept_by_image.get(image) or [] if k.get('other_node'))
     kept = [k for k in kept_by_image.get(image) or [] if not k.get('other_node')]
     if kept:
-        reasons = '; '.join('%s (%s)' % (k['address'], k['reason']) for k in kept)
-        return False, 'watcher(s) kept on %s: %s' % (image, reasons)
+        reasons = '; '.join('%s%s (%s)' % (k.get('address') or '', ' [%s]' % k['source'] if k.get('source') else '',
+                                            k['reason']) for k in kept)
+        return False, 'client(s) kept on %s: %s' % (image, reasons)
     watchers = [w.get('address') for w in (before[image].get('watchers') or []) if w.get('address') not in foreign]
+    cut = list((fence.get('by_image') or {}).get(image) or [])
+    entries = fence.get('fence') or []
     if fence_method == 'networkfence':
         if not networkfence_ok:
             return False, 'the NetworkFence of %s was not reported Fenced' % failed_node
-        outside = [a for a in watchers if not any(network_contains(n, normalize_ip(a)) for n in nets)]
+        outside = [a for a in watchers + cut if not _inside(nets, a)]
         if outside:
-            return False, ('watcher(s) %s of %s are outside the NetworkFence CIDRs %s'
-                           % (', '.join(outside), image, ', '.join(str(n) for n in nets)))
-    elif [a for a in watchers if a not in fenced]:
-        return False, 'watcher(s) %s of %s were not fenced' % (', '.join(a for a in watchers if a not in fenced), image)
+            return False, ('client(s) %s of %s are outside the NetworkFence CIDRs %s'
+                           % (', '.join(sorted(set(outside))), image, ', '.join(str(n) for n in nets)))
+    else:
+        unfenced = [a for a in watchers if not covered_by(entries, a)]
+        if unfenced:
+            return False, 'watcher(s) %s of %s were not fenced' % (', '.join(unfenced), image)
+    if not cut and not watchers:
+        return False, ('no client of %s is visible on %s and nothing of %s was fenced for it: a frozen or '
+                       'partitioned client drops out of rbd status and comes back' % (failed_node, image, failed_node))
     if after is not None:
         still = [w.get('address') for w in ((after.get(image) or {}).get('watchers') or [])
-                 if w.get('address') in watchers]
+                 if w.get('address') in watchers or (
+                     _inside(nets, w.get('address')) if fence_method == 'networkfence'
+                     else covered_by(entries, w.get('address')))]
         if still:
             return False, 'fenced watcher(s) %s of %s are still there' % (', '.join(still), image)
-    if not watchers:
-        return True, 'no client holds %s' % image
-    return True, 'fenced (%s): %s' % (fence_method, ', '.join(watchers))
+    sources = dict((f.get('entry'), f.get('sources') or []) for f in fence.get('fenced') or [] if isinstance(f, dict))
+    told = ', '.join('%s (%s)' % (e, ', '.join(sources[e])) if sources.get(e) else e for e in sorted(set(cut)))
+    if fence_method == 'networkfence':
+        return True, 'fenced (networkfence): %s' % ', '.join(sorted(set(watchers + cut)))
+    return True, 'fenced (%s): %s' % (fence_method, told)
 
 
 def _other_driver_safety(volume, failed_node, taint):

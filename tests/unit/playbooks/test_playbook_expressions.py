@@ -19,8 +19,9 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..')
 PLAYBOOKS = os.path.join(REPO, 'playbooks')
 
 # node_failover.yml held 157 before its steps became task files and its report a filter, 70 after; the
-# Events task (issue 35) adds two: at most 72, still under half of 157.
-EXPRESSION_BUDGET = 72
+# Events task (issue 35) adds two, the fence's staged volumes (issue 43: a node is fenced whole where no client
+# of it shows) one: at most 73, still under half of 157.
+EXPRESSION_BUDGET = 73
 # Keywords whose string value is a Jinja expression without {{ }}.
 CONDITIONALS = ('when', 'that', 'failed_when', 'changed_when', 'until')
 INCLUDES = ('include_tasks', 'import_tasks', 'ansible.builtin.include_tasks', 'ansible.builtin.import_tasks')

@@ -268,7 +268,7 @@ class _ImageReads(object):
         self.rounds = list(rounds)
         self.reads = 0
 
-    def inspect_images(self, specs, metadata=True, workers=16):
+    def inspect_images(self, specs, metadata=True, workers=16, locks=False):
         answer = self.rounds[min(self.reads, len(self.rounds) - 1)]
         self.reads += 1
         out = []
@@ -391,7 +391,7 @@ class WatchedCluster(FakeCluster):
                 return self.linger is not None and len(self.reads) - self.fenced_at[entry] >= self.linger
         return False
 
-    def inspect_images(self, specs, metadata=True, workers=16):
+    def inspect_images(self, specs, metadata=True, workers=16, locks=False):
         from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import CephNotFoundError
         self.reads.append(dict(specs=[str(s) for s in specs], metadata=metadata))
         out = []
@@ -408,6 +408,9 @@ class WatchedCluster(FakeCluster):
                 raw = dict(watchers=watchers)
                 if metadata:
                     raw['metadata'] = dict(self.metadata.get(key) or {})
+                if locks:  # the image's lockers, as image_locks() answers (the lock_table a test sets)
+                    raw['locks'] = dict(getattr(self, 'lock_table', {}).get(key) or dict(exclusive=None, tag=None,
+                                                                                          lockers=[]))
                 out.append((spec, raw, None))
         return out
 
@@ -531,8 +534,12 @@ def test_fence_failed_nodes_fences_a_pod_network_client_ceph_csi_recorded_for_th
     meta = {'rbd/a': {'.rbd.csi.ceph.com/clientaddress/0001-0009-rbd-0000000000000002-vol1/node-b': '10.244.2.7'}}
     cluster = WatchedCluster({'rbd/a': [POD, C], 'rbd/u': ['10.244.9.9:0/4']}, metadata=meta)
     out = _fence(cluster, ['rbd/a', 'rbd/u'])
-    # no node lists 10.244.2.7, but ceph-csi recorded it for node-b on rbd/a: fenced for node-b
-    assert out['plan']['by_node'] == {'node-b': [POD]} and list(cluster.entries) == [POD]
+    # no node lists 10.244.2.7, but ceph-csi recorded it for node-b on rbd/a: its whole IP is fenced for node-b, as
+    # ceph-csi fences it (a frozen second client of that IP is cut too), and the watcher POD with it
+    whole = '10.244.2.7:0/0'
+    assert out['plan']['by_node'] == {'node-b': [whole]} and list(cluster.entries) == [whole]
+    assert out['plan']['fenced'] == [dict(entry=whole, node='node-b', images=['rbd/a'],
+                                          sources=['ceph-csi record', 'watcher'])]
     # an address nobody recorded or lists is kept (fence_unknown_watchers is off)
     kept = dict((k['address'], k['reason']) for k in out['plan']['kept'])
     assert sorted(kept) == sorted(['10.244.9.9:0/4', C]) and 'fence_unknown_watchers' in kept['10.244.9.9:0/4']

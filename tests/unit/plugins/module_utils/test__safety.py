@@ -195,7 +195,7 @@ def test_item1_fence_plan_does_not_depend_on_the_order_of_nodes():
                     recorded=[('node-b', '10.244.1.5')])]
     plans = [fence_plan(images, 'node-b', list(order), now=NOW) for order in itertools.permutations(nodes)]
     assert all(plan == plans[0] for plan in plans)
-    assert plans[0]['fence'] == ['10.244.1.5:0/4']
+    assert plans[0]['fence'] == ['10.244.1.5:0/0']  # ceph-csi's record: the whole IP, as ceph-csi fences it
     cidrs = [fence_cidrs('node-b', list(order), now=NOW) for order in itertools.permutations(nodes)]
     assert all(c == cidrs[0] for c in cidrs) and cidrs[0]['cidrs'] == []
 
@@ -219,7 +219,7 @@ def test_I1_pod_network_watcher_is_fenced_only_when_recorded_for_the_failed_node
     nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False')]
     recorded = fence_plan([image('rbd/a', '10.244.2.7:0/9', recorded=[('node-b', '::ffff:10.244.2.7')])],
                           'node-b', nodes, now=NOW)
-    assert recorded['fence'] == ['10.244.2.7:0/9']
+    assert recorded['fence'] == ['10.244.2.7:0/0']  # the recorded IP, whole: it cuts the watcher too
     other = fence_plan([image('rbd/a', '10.244.2.7:0/9', recorded=[('node-a', '10.244.2.7')])], 'node-b', nodes, now=NOW)
     assert other['fence'] == [] and 'no node' in other['kept'][0]['reason']
     unknown = fence_plan([image('rbd/a', '10.244.2.7:0/9')], 'node-b', nodes, fence_unknown=True, now=NOW)
@@ -698,35 +698,38 @@ def test_item6_volume_with_a_kept_watcher_is_not_released():
     pods = [terminating_pod('p1', 'claim-1'), terminating_pod('p2', 'claim-2'), terminating_pod('p12', 'claim-1', 'claim-2')]
     plan = i6_release(volumes, pods, images=images, watchers_after=[image('rbd/img-1', '10.244.9.9:0/2')])
     assert safe_map(plan) == {'pv-1': False, 'pv-2': True}
-    assert 'watcher(s) kept' in plan['volumes'][0]['how']
+    assert 'client(s) kept' in plan['volumes'][0]['how']
     assert [p['name'] for p in plan['delete_pods']] == ['p2']
     assert sorted(p['pod'] for p in plan['kept_pods']) == ['ns/p1', 'ns/p12']
     assert plan['remove_attachments'] == ['va-2'] and plan['kept_attachments'] == ['va-1']
     # nothing replaces p1 and p12: the run fails naming each, the image and why (evicted or not)
     assert [line.split(':')[0] for line in plan['kept_unsafe']] == ['pod ns/p1 stays on node-b', 'pod ns/p12 stays on node-b']
-    assert all('rbd/img-1 (claim ns/claim-1): NOT made safe, watcher(s) kept' in line for line in plan['kept_unsafe'])
+    assert all('rbd/img-1 (claim ns/claim-1): NOT made safe, client(s) kept' in line for line in plan['kept_unsafe'])
 
 
 def test_I1_a_client_fenced_for_one_image_is_reported_fenced_on_every_image_it_watches():
-    """ceph-csi recorded pod-network client 10.244.2.7:0/9 for node-b on img-1 only; it watches img-2 too.
-    Its one blocklist entry cuts it on both, so img-2 is not held back for a "kept" watcher (I6). A
-    different client at the same IP on img-2 (another nonce) is not that entry and stays kept."""
+    """ceph-csi recorded pod-network client 10.244.2.7 for node-b on img-1 only; it watches img-2 too.
+    The record's entry (the whole IP, as ceph-csi fences it) cuts it on both, so img-2 is not held back for a
+    "kept" watcher (I6); a different client at the same IP on img-2 (another nonce) is cut by it too."""
     nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False')]
     one = image('rbd/img-1', '10.244.2.7:0/9', recorded=[('node-b', '10.244.2.7')])
     two = image('rbd/img-2', '10.244.2.7:0/9', '10.0.0.12:0/3')
     for images in ([one, two], [two, one]):
         plan = fence_plan(images, 'node-b', nodes, now=NOW)
-        assert sorted(plan['fence']) == ['10.0.0.12:0/3', '10.244.2.7:0/9'] and plan['kept'] == []
+        assert sorted(plan['fence']) == ['10.0.0.12:0/3', '10.244.2.7:0/0'] and plan['kept'] == []
         assert dict((k, sorted(v)) for k, v in plan['by_image'].items()) == {
-            'rbd/img-1': ['10.244.2.7:0/9'], 'rbd/img-2': ['10.0.0.12:0/3', '10.244.2.7:0/9']}
-        assert sorted(plan['by_node']['node-b']) == ['10.0.0.12:0/3', '10.244.2.7:0/9']
+            'rbd/img-1': ['10.244.2.7:0/0'], 'rbd/img-2': ['10.0.0.12:0/3', '10.244.2.7:0/0']}
+        assert sorted(plan['by_node']['node-b']) == ['10.0.0.12:0/3', '10.244.2.7:0/0']
         release = release_plan('node-b', [rbd_volume(1), rbd_volume(2)], [], images=images, fence=plan,
                                watchers_after=[image('rbd/img-1'), image('rbd/img-2')])
         assert safe_map(release) == {'pv-1': True, 'pv-2': True}
     other = image('rbd/img-2', '10.244.2.7:0/77')
     plan = fence_plan([one, other], 'node-b', nodes, now=NOW)
-    assert plan['fence'] == ['10.244.2.7:0/9'] and plan['by_image']['rbd/img-2'] == []
-    assert [(k['address'], k['image']) for k in plan['kept']] == [('10.244.2.7:0/77', 'rbd/img-2')]
+    assert plan['fence'] == ['10.244.2.7:0/0'] and plan['by_image']['rbd/img-2'] == ['10.244.2.7:0/0']
+    assert plan['kept'] == []
+    # without the record, that client is no node's and kept
+    plan = fence_plan([image('rbd/img-1', '10.244.2.7:0/9'), other], 'node-b', nodes, now=NOW)
+    assert plan['fence'] == [] and sorted(k['address'] for k in plan['kept']) == ['10.244.2.7:0/77', '10.244.2.7:0/9']
     assert 'set fence_unknown_watchers' in plan['kept'][0]['reason']
 
 
@@ -912,9 +915,9 @@ def test_one_plan_fences_every_failed_nodes_clients_and_records_each_for_its_own
               image('rbd/pod-net', '10.244.3.7:0/5', recorded=[('node-c', '10.244.3.7')])]
     plan = fence_plan(images, RACK, nodes, leases=leases, lease_grace=120, now=NOW)
     assert plan['refused'] is None
-    assert sorted(plan['fence']) == ['10.0.0.12:0/1', '10.0.0.12:0/3', '10.0.0.13:0/2', '10.244.3.7:0/5']
+    assert sorted(plan['fence']) == ['10.0.0.12:0/1', '10.0.0.12:0/3', '10.0.0.13:0/2', '10.244.3.7:0/0']
     assert plan['by_node'] == {'node-b': ['10.0.0.12:0/1', '10.0.0.12:0/3'],
-                               'node-c': ['10.0.0.13:0/2', '10.244.3.7:0/5']}
+                               'node-c': ['10.0.0.13:0/2', '10.244.3.7:0/0']}
     assert [(k['address'], k.get('other_node')) for k in plan['kept']] == [('10.0.0.14:0/4', 'node-d')]
     assert 'Ready node node-d' in plan['kept'][0]['reason']
     # the same plan whatever the order the nodes are named in

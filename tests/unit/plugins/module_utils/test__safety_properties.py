@@ -270,39 +270,58 @@ def build_failover(digits, min_watchers=0):
             digits.pick(FAILED_NAMES), bool(digits(2)), bool(digits(2)))
 
 
+def entry_host(entry):
+    """The host a blocklist entry of a plan names: a generated watcher's, or the whole IP of `ip:0/0` /
+    `[ipv6]:0/0` (read here with ipaddress, not with the layer's helpers)."""
+    if entry in TRUTH:
+        return TRUTH[entry]
+    host = entry[:-len(':0/0')] if entry.endswith(':0/0') else None
+    return unmapped(ip(host.strip('[]'))) if host else None
+
+
+def cuts(entry, address):
+    """Whether the blocklist entry cuts the client at `address` (the oracle's own reading of Ceph's rule: the
+    same (host, port, nonce), or an entry of port 0 and nonce 0, `ip:0/0` or a bare IP, every client of the
+    IP)."""
+    host = TRUTH.get(address)
+    if host is None:
+        return False  # an address that cannot be read cannot be proven cut
+    if entry in KEYS:
+        key = KEYS[entry]
+        return key == KEYS.get(address) or (key[1:] == (0, 0) and key[0] == host)
+    return entry.endswith(':0/0') and entry_host(entry) == host
+
+
 def check_I1_fence_plan(cluster, failed, images, daemons, fence_unknown, force, plan):
     daemon_hosts = set(host for _text, host in daemons)
-    assert sorted(set(plan['fence'])) == sorted(set(a for chosen in plan['by_image'].values() for a in chosen))
+    assert sorted(set(plan['fence'])) == sorted(set(a for chosen in plan['by_image'].values() for a in chosen)
+                                                | set(a for chosen in plan['by_node'].values() for a in chosen))
     addressless_ready = [n for n, f in cluster.facts.items() if f.ready == 'True' and not f.ips]
 
     def recorded_on(image):
         return set(unmapped(ip(c['ip'])) for c in image['csi_client_addresses'] if c['node'] == failed)
 
-    # fenced clients that ceph-csi recorded for the failed node on an image they watch
-    recorded_somewhere = set(a for a in plan['fence'] for i in images
-                             if TRUTH[a] in recorded_on(i) and a in [w['address'] for w in i['watchers']])
-    for image in images:
-        recorded = recorded_on(image)
-        for address in plan['by_image'][image['spec']]:
-            host = TRUTH[address]
-            assert host is not None, 'fenced an unreadable address %s' % address
-            # never a failed node that may be alive
-            assert provably_down(cluster, failed, force), 'fenced %s for a live or missing node %s' % (address, failed)
-            holders = owners(cluster, host)
-            assert not [n for n in holders if cluster.facts[n].ready == 'True'], 'fenced a Ready node\'s %s' % address
-            assert len(holders) <= 1, 'fenced %s, shared by %s' % (address, sorted(holders))
-            assert host not in daemon_hosts, 'fenced the Ceph daemon address %s' % address
-            if holders:
-                assert holders == set([failed]), 'fenced %s of node %s' % (address, sorted(holders))
-            else:
-                assert not addressless_ready, 'fenced unlisted %s while %s list no address' % (address, addressless_ready)
-                # recorded on this image, or the same client (one blocklist entry) recorded on another
-                assert host in recorded or fence_unknown or address in recorded_somewhere, 'fenced unrecorded %s' % address
+    recorded_anywhere = set(h for i in images for h in recorded_on(i))
+    for address in plan['fence']:
+        host = entry_host(address)
+        assert host is not None, 'fenced an unreadable address %s' % address
+        # never a failed node that may be alive
+        assert provably_down(cluster, failed, force), 'fenced %s for a live or missing node %s' % (address, failed)
+        holders = owners(cluster, host)
+        assert not [n for n in holders if cluster.facts[n].ready == 'True'], 'fenced a Ready node\'s %s' % address
+        assert len(holders) <= 1, 'fenced %s, shared by %s' % (address, sorted(holders))
+        assert host not in daemon_hosts, 'fenced the Ceph daemon address %s' % address
+        if holders:
+            assert holders == set([failed]), 'fenced %s of node %s' % (address, sorted(holders))
+        else:
+            assert not addressless_ready, 'fenced unlisted %s while %s list no address' % (address, addressless_ready)
+            # ceph-csi recorded the IP for the failed node (on this or another image), or fence_unknown
+            assert host in recorded_anywhere or fence_unknown, 'fenced unrecorded %s' % address
     kept = set(k['address'] for k in plan['kept'])
     assert not kept & set(plan['fence']), 'reported kept, yet fenced: %s' % sorted(kept & set(plan['fence']))
     for image in images:
         for watcher in image['watchers']:
-            assert watcher['address'] in plan['fence'] or watcher['address'] in kept
+            assert [e for e in plan['fence'] if cuts(e, watcher['address'])] or watcher['address'] in kept
 
 
 def check_I1_fence_cidrs(cluster, failed, force, result):
@@ -507,6 +526,8 @@ WATCHER_FATES = ('fenced', 'fenced', 'fenced', 'kept', 'none')
 
 
 IMAGE_FOUND = ('found', 'found', 'found', 'missing', 'both', 'absent')
+# whole-IP entries a plan may choose for a client no watcher shows: ip:0/0, [ipv6]:0/0
+WHOLE_ENTRIES = ['%s:0/0' % (('[%s]' % h) if h.version == 6 else h) for h in ALL_IPS]
 FATES = list(itertools.product(WATCHER_FATES, (False, True)))   # (fate, still there after the fence)
 # a volume slot: absent or one of VOLUME_KINDS, whether its image was found, 0-3 watchers with their fate
 CLAIM_NAMES = ('c0', 'c1', 'c2', 'c3', 'c9')
@@ -520,7 +541,7 @@ def build_release(digits):
     before and after the fence, a fence plan that fenced or kept each watcher, NetworkFence CIDRs,
     the taint, and terminating (or not) pods using claims of those volumes, unknown claims or inline
     volumes."""
-    volumes, images, missing, fenced, kept, after = [], [], [], [], [], []
+    volumes, images, missing, fenced, kept, after, by_image = [], [], [], [], [], [], {}
     inline_of = {}   # pod number -> [(volume name, RBD or not)] written inline in that pod
     for n in range(4):
         kind = digits.pick((None,) + VOLUME_KINDS)
@@ -547,11 +568,18 @@ def build_release(digits):
         watchers = [(address,) + digits.pick(FATES) for address in digits.some(WATCHERS, 3)]
         images.append(dict(spec=image, watchers=[dict(address=a) for a, _fate, _stays in watchers]))
         after.append(dict(spec=image, watchers=[dict(address=a) for a, _fate, stays in watchers if stays]))
+        here = by_image.setdefault(image, [])
         for address, fate, _stays in watchers:
             if fate == 'fenced':
                 fenced.append(address)
+                here.append(address)
             elif fate == 'kept':
                 kept.append(dict(address=address, image=image, reason='generated', invariant='I1'))
+        if digits(3) == 0:
+            # a client no watcher shows (ceph-csi's record, a lock holder, the node that staged it): its whole IP
+            whole = digits.pick(WHOLE_ENTRIES)
+            fenced.append(whole)
+            here.append(whole)
     pods = []
     for n in range(digits(5)):
         claims = digits.some(CLAIM_NAMES, 3)
@@ -572,7 +600,7 @@ def build_release(digits):
     options = dict(
         fence_method=digits.pick(('blocklist', 'networkfence')),
         images=images, missing=missing,
-        fence=dict(fence=fenced, kept=kept, by_image={}, refused=None),
+        fence=dict(fence=fenced, kept=kept, by_image=by_image, refused=None),
         watchers_after=after if digits(2) else None,
         fenced_cidrs=[text for text, _network in digits.some(CIDRS, 2)],
         networkfence_ok=bool(digits(2)),
@@ -582,9 +610,11 @@ def build_release(digits):
 
 def oracle_safe(volume, options):
     """I6 from the ground truth: a volume is made safe only if its PV is known and, for an RBD
-    image, the image was read on Ceph and every watcher was fenced (blocklisted, or inside a
-    NetworkFence the controller reported Fenced) and is gone afterwards; any other driver only
-    under the out-of-service taint."""
+    image, the image was read on Ceph, no client of it was kept, every watcher was fenced (cut by a
+    blocklist entry, or inside a NetworkFence the controller reported Fenced) and is gone afterwards, every
+    entry the plan chose for a client no watcher shows is inside the NetworkFence, and something was fenced
+    for it: an image no watcher shows and nothing was fenced for may still be held by a frozen or
+    partitioned client. Any other driver only under the out-of-service taint."""
     if volume['pv'] is None and volume.get('source') != 'pod-inline':
         return False
     image = volume['image']
@@ -594,21 +624,29 @@ def oracle_safe(volume, options):
     if not before or image in set(m['spec'] for m in options['missing']):
         return False
     watchers = [w['address'] for w in before[0]['watchers']]
+    chosen = options['fence']['by_image'].get(image) or []
     if any(k['image'] == image for k in options['fence']['kept']):
         return False
+    networks = [CIDR_TRUTH[text] for text in options['fenced_cidrs']]
+
+    def inside(address):
+        host = entry_host(address)
+        return host is not None and any(host.version == n.version and host in n for n in networks)
+
+    def cut(address):
+        return inside(address) if options['fence_method'] == 'networkfence' else bool(
+            [e for e in options['fence']['fence'] if cuts(e, address)])
+
     if options['fence_method'] == 'networkfence':
-        networks = [CIDR_TRUTH[text] for text in options['fenced_cidrs']]
-        if not options['networkfence_ok']:
+        if not options['networkfence_ok'] or not all(inside(a) for a in watchers + chosen):
             return False
-        for address in watchers:
-            host = TRUTH[address]
-            if host is None or not any(host.version == n.version and host in n for n in networks):
-                return False
-    elif not set(watchers) <= set(options['fence']['fence']):
+    elif not all(cut(a) for a in watchers):
+        return False
+    if not watchers and not chosen:
         return False
     if options['watchers_after'] is not None:
         left = [w['address'] for i in options['watchers_after'] if i['spec'] == image for w in i['watchers']]
-        if set(left) & set(watchers):
+        if set(left) & set(watchers) or any(cut(a) for a in left):
             return False
     return True
 

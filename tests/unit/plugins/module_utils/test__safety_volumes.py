@@ -13,7 +13,7 @@ import datetime
 import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.diagnose import table
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import fence_plan
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import fence_plan, staged_images
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_volumes import (
     down_node_volumes,
     failover_volumes,
@@ -145,10 +145,17 @@ def test_release_plan_fences_rbd_and_reports_every_other_volume_with_what_was_do
     images = [dict(spec='rbd/img-1', watchers=[dict(address='10.0.0.12:0/1')]),
               dict(spec='rbd/img-inline', watchers=[dict(address='10.0.0.12:0/2')]),
               dict(spec='rbd/img-migrated', watchers=[]), dict(spec='kube/img-2', watchers=[])]
-    plan = fence_plan(images, 'node-b', nodes, now=NOW)
+    # no watcher is no proof (I6): an image node-b staged that nobody is seen to hold may have a frozen client of
+    # node-b; without node-b's own addresses fenced it is not released
+    blind = release_plan('node-b', volumes, pods, images=images, fence=fence_plan(images, 'node-b', nodes, now=NOW))
+    assert blind['remove_attachments'] == ['va-rbd']
+    assert 'a frozen or partitioned client' in by_name(blind['volumes'])['pv-intree']['how']
+    plan = fence_plan(images, 'node-b', nodes, now=NOW, staged=staged_images(volumes, 'node-b'))
+    assert plan['fence'] == ['10.0.0.12:0/0']  # node-b's address, whole: it cuts the two watchers too
     release = release_plan('node-b', volumes, pods, images=images, fence=plan)
     verdicts = by_name(release['volumes'])
-    assert verdicts['pv-rbd']['action'] == 'released' and verdicts['pv-rbd']['how'] == 'fenced (blocklist): 10.0.0.12:0/1'
+    assert verdicts['pv-rbd']['action'] == 'released'
+    assert verdicts['pv-rbd']['how'].startswith('fenced (blocklist): 10.0.0.12:0/0 (')
     assert verdicts['ns/inline-rbd-pod (volume data)']['safe'] is True
     assert release['remove_attachments'] == ['va-info', 'va-migrated', 'va-rbd']
     ebs = verdicts['pv-ebs']

@@ -36,7 +36,7 @@ class FakeRbd(FakeCluster):
         self.locks = locks or {}
         self.broken, self.added = [], []
 
-    def inspect_images(self, specs, metadata=True, workers=16):
+    def inspect_images(self, specs, metadata=True, workers=16, locks=False):
         out = []
         for spec in specs:
             if str(spec) not in self.images:
@@ -255,8 +255,8 @@ def test_I1_rbd_lock_protects_a_holder_written_as_ipv4_mapped_ipv6(monkeypatch, 
 
 def test_I7_rbd_watchers_accounts_for_every_image(monkeypatch, capsys):
     class OneFails(FakeRbd):
-        def inspect_images(self, specs, metadata=True, workers=16):
-            out = super(OneFails, self).inspect_images(specs, metadata, workers)
+        def inspect_images(self, specs, metadata=True, workers=16, locks=False):
+            out = super(OneFails, self).inspect_images(specs, metadata, workers, locks)
             return [(s, None, CephCommandError('timed out', rc=110)) if str(s) == 'rbd/b' else (s, r, e)
                     for s, r, e in out]
     client = OneFails(images={'rbd/a': two_watchers(), 'rbd/b': two_watchers()})
@@ -370,7 +370,7 @@ class Untouchable(FakeRbd):
     def image_locks(self, spec):
         raise AssertionError('read the locks of %s' % spec)
 
-    def inspect_images(self, specs, metadata=True, workers=16):
+    def inspect_images(self, specs, metadata=True, workers=16, locks=False):
         raise AssertionError('read %s' % specs)
 
 
