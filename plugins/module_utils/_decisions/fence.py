@@ -11,6 +11,7 @@ may hold (fence_cidrs) and the NetworkFences to set Fenced (networkfence_plan).
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.locks import IN_TREE_LOCK_PREFIX
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
     ClusterView,
     client_address_key,
@@ -27,7 +28,7 @@ SOURCE_WATCHER = 'watcher'
 SOURCE_RECORD = 'ceph-csi record'
 SOURCE_EXCLUSIVE_LOCK = 'exclusive-lock owner'
 SOURCE_LOCK = 'lock holder'
-SOURCE_STAGED = 'node staged it, no client visible'
+SOURCE_STAGED = 'the node staged it'
 SOURCE_OUT_OF_SERVICE = 'out-of-service taint'
 LOCK_SOURCES = (SOURCE_EXCLUSIVE_LOCK, SOURCE_LOCK)
 
@@ -79,10 +80,12 @@ def fence_plan(images, failed_node, nodes, *, leases=None, lease_grace=120, daem
     nodes, leases: Node and Lease objects as k8s_info returns them. The watchers' own `node` field
     is not trusted: owners are re-derived from every address of every node, after normalising.
 
-    The clients to fence are image_suspects() of each image: watchers and lock holders by their exact address,
-    ceph-csi's record of a failed node by its whole IP, and, for an image a failed node staged where none of
-    these is a failed node's, that node's own addresses, whole; and a failed node under the out-of-service taint
-    (Kubernetes released its volumes, or will, without a fence) by its own addresses, whole. Each is fenced only
+    The clients to fence are image_suspects() of each image: watchers and the exclusive-lock owner by their exact
+    address, ceph-csi's record of a failed node by its whole IP, the node of an in-tree lock and the failed node
+    that staged the image by their own addresses, whole (a frozen client of theirs shows nowhere; when such an
+    address may not be fenced, the image is kept only if nothing else names a client of the failed nodes there);
+    and a failed node under the out-of-service taint (Kubernetes released its volumes, or will, without a fence)
+    by its own addresses, whole. Each is fenced only
     when its address is one failed node's alone (or, for pod networking, ceph-csi recorded that one failed node
     there, or fence_unknown with a single failed node), every failed node is provably down, no Ready node lists
     the address, no two nodes share it, and no Ceph daemon uses it. force lets a fresh Lease pass (never a
@@ -126,7 +129,8 @@ def fence_plan(images, failed_node, nodes, *, leases=None, lease_grace=120, daem
                 named = True
                 continue
             owner = _sole_other_owner(view, ip, failed, daemons)
-            if suspect['source'] in LOCK_SOURCES and (owner or (ip is not None and view.owners_of(ip))):
+            holders = view.owners_of(ip) if ip is not None else []
+            if suspect['source'] in LOCK_SOURCES and holders and not set(holders) & set(failed):
                 continue  # another node's lock (the replacement's exclusive lock): not this failover's
             entry = dict(address=suspect['address'], image=spec, reason=reason, invariant='I1',
                          source=suspect['source'])
@@ -142,10 +146,15 @@ def fence_plan(images, failed_node, nodes, *, leases=None, lease_grace=120, daem
             else:
                 named = named or suspect['source'] == SOURCE_RECORD
             kept.append(entry)
-        if not named:
-            for node in [n for n in (staged or {}).get(spec) or [] if n in failed]:
-                _fence_node(view, node, failed, source=SOURCE_STAGED, spec=spec, rules=rules, choose=choose, here=here,
-                            kept=kept)
+        for node in _lock_nodes(image, view, failed):
+            # an in-tree lock names its node, not the client that maps and writes: every address of the node
+            _fence_node(view, node, failed, source=SOURCE_LOCK, spec=spec, rules=rules, choose=choose, here=here,
+                        kept=kept)
+        for node in [n for n in (staged or {}).get(spec) or [] if n in failed]:
+            # the node that staged it, whole: a second client of the node (frozen) shows nowhere; required (kept
+            # when it cannot be fenced) only when nothing else names a client of the failed nodes there
+            _fence_node(view, node, failed, source=SOURCE_STAGED, spec=spec, rules=rules, choose=choose,
+                        here=here, kept=kept if not named else [])
     for node in failed:
         if view.out_of_service(node):
             _fence_node(view, node, failed, source=SOURCE_OUT_OF_SERVICE, spec=None, rules=rules, choose=choose, here=[],
@@ -169,6 +178,19 @@ def _recorded(image, failed):
     return recorded
 
 
+def _lock_nodes(image, view, failed):
+    """The failed nodes that hold an advisory lock of the image (not the exclusive-lock feature's): by the lock's
+    address, or by its in-tree id kubelet_lock_magic_<node>."""
+    nodes = set()
+    for lock in image.get('locks') or []:
+        if isinstance(lock, dict) and not lock.get('managed'):
+            nodes.update(n for n in view.owners_of(lock.get('address')) if n in failed)
+            lock_id = str(lock.get('id') or '')
+            if lock_id.startswith(IN_TREE_LOCK_PREFIX) and lock_id[len(IN_TREE_LOCK_PREFIX):] in failed:
+                nodes.add(lock_id[len(IN_TREE_LOCK_PREFIX):])
+    return sorted(nodes)
+
+
 def _fence_node(view, node, failed, *, source, spec, rules, choose, here, kept):
     """Fence a failed node's own addresses, whole (I1 as for any client); an address it may not fence is kept,
     and, when the node has none it may fence, the image is kept for that reason."""
@@ -181,12 +203,11 @@ def _fence_node(view, node, failed, *, source, spec, rules, choose, here, kept):
             fenced_one = True
         elif spec is not None:
             kept.append(dict(address=str(ip), image=spec, source=source, invariant='I1', reason=(
-                '%s staged it and no client of it is visible (a frozen or partitioned client drops out of rbd '
-                'status), but its address cannot be fenced: %s' % (node, reason))))
+                '%s may still hold it (%s), but its address cannot be fenced: %s' % (node, source, reason))))
     if not addresses and spec is not None:
         kept.append(dict(address=None, image=spec, source=source, invariant='I1', reason=(
-            '%s staged it and no client of it is visible (a frozen or partitioned client drops out of rbd status), '
-            'and it lists no address to fence' % node)))
+            '%s may still hold it (%s: a frozen or partitioned client drops out of rbd status), and it lists no '
+            'address to fence' % (node, source))))
     return fenced_one
 
 

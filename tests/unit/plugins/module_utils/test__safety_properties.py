@@ -829,3 +829,88 @@ def test_I6_every_volume_of_the_failed_node_is_listed_once_and_none_of_another_n
         elif volume['source'] == 'pv-missing':
             assert truth.get(volume['pv_name']) in (None, 'missing') and volume['image'] is None
         assert volume['rbd'] == bool(volume['image'])
+
+
+# --------------------------------------------------------------------------- I6: a client that comes back
+
+# Issue 43: a frozen node (a paused VM, a soft lockup) or one cut from the storage network longer than
+# osd_client_watch_timeout drops out of `rbd status` while its client still has the image open, and comes back
+# writing when it thaws. The ground truth here is every client node-b really holds on each image, visible or
+# not; the plan and the release see only what Ceph shows (watchers, ceph-csi's record, the locks).
+B_ADDRESS_SETS = (('10.0.0.12',), ('10.0.0.12', '203.0.113.5'), (), ('10.0.0.12', '10.0.0.11'))
+
+
+def _node(name, addresses, ready):
+    return dict(metadata=dict(name=name), status=dict(
+        addresses=[dict(type='InternalIP', address=a) for a in addresses],
+        conditions=[dict(type='Ready', status=ready)], nodeInfo=dict(bootID='b1')))
+
+
+def build_comeback(digits):
+    """(nodes, daemons, truth {spec: [node-b's client addresses]}, images as Ceph shows them, volumes)."""
+    b_addresses = digits.pick(B_ADDRESS_SETS)
+    nodes = [_node('node-a', ['10.0.0.11'], 'True'), _node('node-b', b_addresses, 'False'),
+             _node('node-c', digits.pick((['10.0.0.13'], ['10.0.0.13', '10.0.0.12'])), digits.pick(('True', 'False')))]
+    daemons = digits.pick(([], [], ['10.0.0.12:6789/0']))
+    truth, images, volumes = {}, [], []
+    for n in range(1 + digits(3)):
+        spec = 'rbd/img%d' % n
+        # a node plugin connects from one address (its node's, or its pod network's): one host per image
+        host = digits.pick(tuple(b_addresses) + ('10.244.1.5',))
+        clients = ['%s:0/%d' % (host, 100 * n + i + 1) for i in range(digits(3))]
+        visible = [c for c in clients if digits(2)]
+        watchers = visible + (['10.0.0.11:0/7'] if digits(3) == 0 else [])  # ceph-csi on the replacement's node
+        # ceph-csi (3.15+) records the node plugin's IP; a client at an address no node lists (pod networking,
+        # Multus) is known only by that record: nothing can name such a client that neither watches nor was
+        # recorded, so the truth here has none (docs/safety.md, I6)
+        hosts = sorted(set(c.split(':')[0] for c in clients if c.split(':')[0] == '10.244.1.5' or digits(2)))
+        records = [dict(node='node-b', ip=h) for h in hosts]
+        locks = []
+        if clients and digits(3) == 0:   # exclusive-lock: the writing client owns the managed lock
+            locks.append(dict(id='auto 1', address=clients[0], managed=True))
+        if digits(4) == 0 and b_addresses:  # the in-tree lock, taken by a short-lived `rbd lock add` on node-b
+            locks.append(dict(id='kubelet_lock_magic_node-b', address='%s:0/999' % b_addresses[0], managed=False))
+            clients.append('%s:0/998' % b_addresses[0])  # the krbd mapping that writes, not the locker
+        truth[spec] = clients
+        images.append(dict(spec=spec, watchers=[dict(address=a) for a in watchers], csi_client_addresses=records,
+                           locks=locks))
+        volumes.append(dict(pv='pv-%d' % n, driver='rbd.csi.ceph.com', kind='rbd-csi', image=spec,
+                            attachments=['va-%d' % n], claims=['ns/c%d' % n], nodes=['node-b']))
+    return nodes, daemons, truth, images, volumes
+
+
+def _host_nonce(text):
+    host, rest = text.rsplit(':', 1)
+    return host, int(rest.split('/')[1])
+
+
+def _oracle_cuts(entry, client):
+    host, nonce = _host_nonce(entry)
+    return host == _host_nonce(client)[0] and (nonce == 0 or entry == client)
+
+
+@PROPERTY
+@given(case=generated(build_comeback))
+def test_I6_no_volume_is_released_while_a_failed_node_may_hold_a_client_of_it_that_is_not_fenced(case):
+    """Whatever the mix of visible, expired (frozen, partitioned), recorded and lock-owning clients: a volume is
+    released only when every client node-b really holds on it is cut by the fence, and the fence never cuts a
+    Ready node's, a shared or a Ceph daemon's address (I1)."""
+    nodes, daemons, truth, images, volumes = case
+    plan = fence_plan(images, 'node-b', nodes, daemon_addresses=daemons, now=NOW,
+                      staged=dict((v['image'], ['node-b']) for v in volumes))
+    after = [dict(spec=i['spec'], watchers=[w for w in i['watchers']
+                                            if not [e for e in plan['fence'] if _oracle_cuts(e, w['address'])]])
+             for i in images]
+    release = release_plan('node-b', volumes, [], images=images, fence=plan, watchers_after=after)
+    listed = collections.Counter(a['address'] for n in nodes for a in n['status']['addresses'])
+    ready = set(a['address'] for n in nodes if n['status']['conditions'][0]['status'] == 'True'
+                for a in n['status']['addresses'])
+    for entry in plan['fence']:
+        host = _host_nonce(entry)[0]
+        assert host not in ready and listed[host] <= 1, 'fenced %s: a Ready node\'s or a shared address' % entry
+        assert host not in [d.split(':')[0] for d in daemons], 'fenced the Ceph daemon address %s' % entry
+    for verdict in release['volumes']:
+        if verdict['safe']:
+            uncut = [c for c in truth[verdict['image']] if not [e for e in plan['fence'] if _oracle_cuts(e, c)]]
+            assert not uncut, 'released %s while node-b may still write through %s: %s' % (
+                verdict['image'], uncut, verdict['how'])
