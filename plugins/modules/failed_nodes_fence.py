@@ -197,7 +197,7 @@ plan:
       description:
         - Each entry of RV(plan.fence) with the C(node) it is recorded for, the C(images) it was chosen for and its
           C(sources) (V(watcher), V(ceph-csi record), V(exclusive-lock owner), V(lock holder),
-          V(node staged it, no client visible), V(out-of-service taint)).
+          V(the node staged it), V(out-of-service taint)).
       type: list
       elements: dict
       sample: [{entry: "10.0.0.3:0/0", node: worker3, images: [rbd/csi-vol-1], sources: [ceph-csi record, watcher]}]

@@ -392,3 +392,10 @@ def told(kube, since):
     events.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
     return [(e["reason"], e["involvedObject"]["kind"], "/".join(filter(None, (
         e["involvedObject"].get("namespace"), e["involvedObject"]["name"]))), e["message"]) for e in events]
+
+
+def node_fence(state):
+    """The blocklist entries a failover of the scenario's failed node adds: the node's address, whole (ceph-csi
+    recorded it there and the node staged the image: a frozen second client of the node shows nowhere, so every
+    client of its IP is cut; issue 43)."""
+    return [state["failed_node_ip"] + ":0/0"]

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from awxjob import launch, survey_answers
-from labtools import assert_fuse_pod_replaced, blocklist_entries, wait_until
+from labtools import assert_fuse_pod_replaced, blocklist_entries, wait_until, node_fence
 
 # Template extra variables: fixed per job template, not asked at launch (docs/awx.md). Short
 # waits keep the lab fast; a real template keeps the defaults.
@@ -92,7 +92,7 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(stale_rbd_watcher,
     check = launch(str(tmp_path / "failover-check"), lab_inventory, "node_failover", extravars, job_type="check")
     succeeded(check)
     report = assert_report_travels(check, "volfence_node_failover_report", "Failover | print the report")
-    assert report["check_mode"] is True and report["fence_plan"]["fence"] == state["watchers"]
+    assert report["check_mode"] is True and report["fence_plan"]["fence"] == node_fence(state)
     assert check.artifacts["volfence_node_failover_report"]["summary"][0].startswith("CHECK MODE: nothing was changed.")
     assert blocklist_entries(lab) == before and kube.find("pods", state["old_pod"], "default") is not None
     assert not out_of_service(kube, "node-b")
@@ -103,8 +103,8 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(stale_rbd_watcher,
     # What was done, in the artifacts: the dead node's client fenced, its pod force-deleted, each
     # volume with what was done and the invariant behind it.
     assert report["failed_node"] == "node-b" and report["check_mode"] is False
-    assert report["fence_plan"]["fence"] == state["watchers"]
-    assert [a["entry"] for a in report["blocklist_actions"]] == state["watchers"]
+    assert report["fence_plan"]["fence"] == node_fence(state)
+    assert [a["entry"] for a in report["blocklist_actions"]] == node_fence(state)
     # under the out-of-service taint Kubernetes' pod GC may delete the pod first: then it is reported
     # as already gone, not as deleted by this run
     assert report["pods_force_deleted"] + [p["name"] for p in report["pods_absent"]] == [state["old_pod"]]
@@ -112,10 +112,10 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(stale_rbd_watcher,
     rbd = [v for v in report["volumes"] if v["image"] == state["image"]]
     assert len(rbd) == 1 and rbd[0]["safe"] is True and rbd[0]["how"].startswith("fenced (blocklist)")
     summary = failover.artifacts["volfence_node_failover_report"]["summary"]
-    assert any("I1)" in line and state["watchers"][0] in line for line in summary), summary
+    assert any("I1)" in line and node_fence(state)[0] in line for line in summary), summary
     assert any("(I6)" in line and state["old_pod"] in line for line in summary), summary
     # ... and it is what happened on the cluster.
-    assert state["watchers"][0] in blocklist_entries(lab)
+    assert node_fence(state)[0] in blocklist_entries(lab)
     assert kube.find("pods", state["old_pod"], "default") is None
     assert kube.get("pods", state["stuck_pod"], "default")["status"]["phase"] == "Running"
     assert out_of_service(kube, "node-b")
@@ -140,8 +140,8 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(stale_rbd_watcher,
     succeeded(recover)
     assert recover.changed()
     report = assert_report_travels(recover, "volfence_node_recover_report", "Recover | print the report")
-    assert state["watchers"][0] in report["blocklist_removed"] and report["taint_removed"] is True
-    assert state["watchers"][0] not in blocklist_entries(lab)
+    assert node_fence(state)[0] in report["blocklist_removed"] and report["taint_removed"] is True
+    assert node_fence(state)[0] not in blocklist_entries(lab)
     node = kube.get("nodes", "node-b")
     assert not out_of_service(kube, "node-b")
     assert "volfence.csi/failover" not in (node["metadata"].get("annotations") or {})

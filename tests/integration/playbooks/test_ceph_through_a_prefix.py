@@ -7,7 +7,7 @@ Ceph call of the run went through the prefix."""
 import json
 import os
 
-from labtools import REPO, blocklist_entries, run_playbook, wait_until
+from labtools import REPO, blocklist_entries, run_playbook, wait_until, node_fence
 
 FAILOVER = os.path.join(REPO, "playbooks", "node_failover.yml")
 RECOVER = os.path.join(REPO, "playbooks", "node_recover.yml")
@@ -32,7 +32,7 @@ def test_failover_and_recovery_through_a_command_prefix(kubernetes_never_release
                                                      wait_timeout=60, report_path=str(tmp_path / "f.json")))
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "f.json").read_text())
-    assert report["fence_plan"]["fence"] == state["watchers"] and state["watchers"][0] in blocklist_entries(lab)
+    assert report["fence_plan"]["fence"] == node_fence(state) and node_fence(state)[0] in blocklist_entries(lab)
     calls = log.read_text().splitlines()
     assert any(c.startswith("ceph ") and "blocklist" in c and "add" in c for c in calls), calls
     assert any(c.startswith("rbd ") for c in calls), calls  # the watchers were read through it too
@@ -45,7 +45,7 @@ def test_failover_and_recovery_through_a_command_prefix(kubernetes_never_release
     run = run_playbook(lab_inventory, RECOVER, dict(ceph, node="node-b", report_path=str(tmp_path / "r.json")))
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
-    assert state["watchers"][0] in report["blocklist_removed"] and state["watchers"][0] not in blocklist_entries(lab)
+    assert node_fence(state)[0] in report["blocklist_removed"] and node_fence(state)[0] not in blocklist_entries(lab)
     calls = log.read_text().splitlines()
     assert any(c.startswith("ceph ") and "blocklist" in c and "rm" in c for c in calls), calls
 

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import REPO, kubectl, run_playbook, running_elsewhere, told, volfence_events
+from labtools import REPO, kubectl, run_playbook, running_elsewhere, told, volfence_events, node_fence
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -55,7 +55,7 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
     assert check.rc == 0, check.stdout[-3000:]
     assert told(kube, events_before) == []   # a check run posts nothing
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["check_mode"] is True and report["fence_plan"]["fence"] == state["watchers"]
+    assert report["check_mode"] is True and report["fence_plan"]["fence"] == node_fence(state)
     assert blocklist(lab) == before
     assert lab.watchers(state["image"]) != []
     assert_left_by_kubernetes(kube, state)  # the pod neither deleted nor replaced, node-b not tainted
@@ -65,9 +65,9 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
     # Exactly the dead node's client was fenced: its address with its nonce, nothing wider.
-    assert report["fence_plan"]["fence"] == state["watchers"]
-    assert [a["entry"] for a in report["blocklist_actions"]] == state["watchers"]
-    assert state["watchers"][0] in blocklist(lab)
+    assert report["fence_plan"]["fence"] == node_fence(state)
+    assert [a["entry"] for a in report["blocklist_actions"]] == node_fence(state)
+    assert node_fence(state)[0] in blocklist(lab)
     assert report["pods_force_deleted"] == [state["old_pod"]]
     assert report["out_of_service_taint_added"] == ["node-b"] and report["failed_steps"] == []
     assert kube.find("pods", state["old_pod"], "default") is None
@@ -85,7 +85,7 @@ def test_check_mode_changes_nothing_then_failover_and_rerun(stale_rbd_watcher, l
         ("ReplacementRunning", "Pod", "default/" + new["metadata"]["name"])], story
     for _reason, _kind, _name, message in story:
         assert "report: %s" % extra["report_path"] in message and "docs/safety.md" in message, message
-    assert state["watchers"][0] in story[0][3] and new["metadata"]["name"] in story[4][3]
+    assert node_fence(state)[0] in story[0][3] and new["metadata"]["name"] in story[4][3]
     described = kubectl(lab, "describe", "pvc", state["pvc"], "-n", "default") + kubectl(lab, "describe", "node", "node-b")
     assert "ReplacementRunning" in described and "NodeFenced" in described and "volfence.csi" in described
     # the new pod's own describe tells which pod it replaces (the old one is gone: its Events are listed by
@@ -257,8 +257,12 @@ def test_mixed_node_rbd_recovered_other_volumes_reported_and_left_alone(stale_rb
     # RBD: fenced and released; the pod runs on another node.
     rbd = volumes[state["pv"]]
     assert rbd["rbd"] is True and rbd["safe"] is True and rbd["action"] == "released"
-    assert rbd["how"] == "fenced (blocklist): " + state["watchers"][0]
-    assert report["fence_plan"]["fence"] == state["watchers"] and state["watchers"][0] in blocklist(lab)
+    # node-b's client by node-b's address, whole: ceph-csi recorded it there, and node-b staged the image (a
+    # frozen second client of node-b would show nowhere; issue 43)
+    whole = state["failed_node_ip"] + ":0/0"
+    assert state["watchers"][0].startswith(state["failed_node_ip"] + ":")
+    assert rbd["how"].startswith("fenced (blocklist): %s (" % whole) and "watcher" in rbd["how"], rbd["how"]
+    assert report["fence_plan"]["fence"] == [whole] and whole in blocklist(lab)
     assert report["pods_force_deleted"] == [state["old_pod"]]
     replacement(kube, state, report)
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from labtools import REPO, blocklist_entries, declare_shut_down, run_playbook, running_elsewhere, wait_until
+from labtools import REPO, blocklist_entries, declare_shut_down, run_playbook, running_elsewhere, wait_until, node_fence
 from volfence_lab import scenarios
 from volfence_lab.kubesim import node_ready
 
@@ -57,7 +57,7 @@ def test_beside_ceph_csis_fencing_the_node_is_usable_after_its_reboot(ceph_csi_f
     if not administrators_taint:
         # volfence.csi fenced node-b's client and removed the VolumeAttachment before it tainted the node: ceph-csi
         # saw no out-of-service taint on detach and fenced nothing of its own
-        assert report["fence_plan"]["fence"] == state["watchers"]
+        assert report["fence_plan"]["fence"] == node_fence(state)
         assert report["out_of_service_taint_added"] == ["node-b"]
         assert covering(lab, ip) == []
     entries_before = set(blocklist_entries(lab))

@@ -5,7 +5,7 @@ by waiting for Kubernetes. The node's pods are still there, not Terminating, whe
 import json
 import os
 
-from labtools import REPO, declare_shut_down, run_playbook, running_elsewhere
+from labtools import REPO, declare_shut_down, run_playbook, running_elsewhere, node_fence
 from volfence_lab import scenarios
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "node_failover.yml")
@@ -32,7 +32,7 @@ def test_a_statefulset_pod_is_failed_over_without_waiting_for_kubernetes(kuberne
 
     run, report = failover(lab_inventory, tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
-    assert report["fence_plan"]["fence"] == state["watchers"]
+    assert report["fence_plan"]["fence"] == node_fence(state)
     # every volume of node-b was made safe, so the taint was wanted (auto) and added: Kubernetes detaches at once
     assert report["out_of_service"]["taint"] is True and report["out_of_service"]["requested"] == "auto"
     assert report["out_of_service_taint_added"] == ["node-b"] and OUT_OF_SERVICE in taint_keys(kube, "node-b")
@@ -75,7 +75,7 @@ def test_after_an_administrators_taint_the_stuck_replacement_is_fenced_free(kube
     run, report = failover(lab_inventory, tmp_path)
     assert run.rc == 0, run.stdout[-3000:]
     assert report["volumes"] == [] and report["pods_force_deleted"] == []  # nothing of node-b left to release
-    assert report["fence_plan"]["fence"] == state["watchers"]
+    assert report["fence_plan"]["fence"] == node_fence(state)
     assert [(w["pod"], w["safe"]) for w in report["waiting"]] == [("default/" + stuck, True)]
     assert report["claims"] == ["default/" + state["pvc"]]
     assert kube.get("pods", stuck, "default")["status"]["phase"] == "Running"
@@ -96,7 +96,7 @@ def test_a_failover_that_cannot_free_a_stuck_pod_fails_and_says_why(kubernetes_n
 
     run, report = failover(lab_inventory, tmp_path)
     assert run.rc != 0
-    assert report["fence_plan"]["fence"] == state["watchers"]  # node-b's client only
+    assert report["fence_plan"]["fence"] == node_fence(state)  # node-b's client only
     [line] = report["failed_steps"]
     assert line.startswith("pod default/%s waits on %s" % (stuck, state["image"])) and "NOT made safe" in line
     assert "node-c" in line and lab.nodes["node-c"] in line

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, told, volfence_events, wait_until
+from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, told, volfence_events, wait_until, node_fence
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -50,7 +50,7 @@ def assert_replaced(kube, state, report):
 
 def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inventory, tmp_path):
     lab, state, kube, failover_report = failed_over
-    fenced = state["watchers"][0]
+    fenced = node_fence(state)[0]
     assert fenced in blocklist_entries(lab)
     extra = {"node": "node-b", "failover_report": str(failover_report), "report_path": str(tmp_path / "r.json")}
 
@@ -99,7 +99,7 @@ def test_I3_refuses_a_node_back_without_a_reboot_unless_forced(failed_over, lab_
     """Issue 11 item 2/I3: Ready again with the bootID it had when fenced (a kubelet restart, not a
     reboot) is no proof that its old clients are gone."""
     lab, state, kube, _report = failed_over
-    fenced = state["watchers"][0]
+    fenced = node_fence(state)[0]
     _revive(lab, kube, "node-b")
     record = json.loads(kube.get("nodes", "node-b")["metadata"]["annotations"]["volfence.csi/failover"])
     assert record["blocklist"] == [fenced]
@@ -120,7 +120,7 @@ def test_I2_keeps_what_also_covers_another_dead_node(failed_over, lab_inventory,
     """Issue 11 item 2/I2: a range over node-b and node-c, and node-c's own entry, stay when node-b
     recovers; node-b's entry goes."""
     lab, state, kube, _report = failed_over
-    fenced = state["watchers"][0]
+    fenced = node_fence(state)[0]
     subnet = lab.nodes["node-c"].rsplit(".", 1)[0] + ".0/24"
     node_c = lab.nodes["node-c"] + ":0/0"
     lab.ceph("osd", "blocklist", "range", "add", subnet, "3600")
@@ -160,7 +160,7 @@ def test_mixed_node_recovers_and_reports_the_volumes_it_did_not_touch(mixed_fail
     of a PV that does not exist, node_recover lifts the RBD fence and reports those volumes (still
     attached, what volfence.csi did for them: nothing, and why) without failing."""
     lab, state, kube = mixed_failed_over
-    fenced = state["watchers"][0]
+    fenced = node_fence(state)[0]
     other, orphan = state["other"], state["orphan"]
     _revive(lab, kube, "node-b")
     run = run_playbook(lab_inventory, RECOVER, {"node": "node-b", "report_path": str(tmp_path / "r.json")})
@@ -220,7 +220,7 @@ def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(cle
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads(failover.read_text())
     assert [m["by"] for m in report["other_remediators"]["node-b"]] == ["medik8s Self Node Remediation"]
-    assert state["watchers"][0] in blocklist_entries(lab)
+    assert node_fence(state)[0] in blocklist_entries(lab)
     assert_replaced(kube, state, report)
     assert report["out_of_service_taint_added"] == []
 
@@ -230,7 +230,7 @@ def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(cle
     recovered = run_playbook(lab_inventory, RECOVER, extra)
     assert recovered.rc == 0, recovered.stdout[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
-    assert state["watchers"][0] in report["blocklist_removed"]
+    assert node_fence(state)[0] in report["blocklist_removed"]
     assert report["taint_removed"] is False and report["others_taint_kept"] == ["node-b"]
     assert [m["by"] for m in report["other_remediators"]["node-b"]] == [
         "medik8s Self Node Remediation", "not volfence.csi (a remediation operator, a cloud controller or a person)"]
@@ -249,7 +249,7 @@ def test_a_failing_or_unreachable_host_is_named_in_the_report_and_nothing_is_lif
     usable Python: each run ends with its report naming the host, the step and why, lifts nothing (the blocklist
     entry, the out-of-service taint and the record stay), and fails."""
     lab, state, kube, failover_report = failed_over
-    fenced = state["watchers"][0]
+    fenced = node_fence(state)[0]
     _revive(lab, kube, "node-b")
     extra = {"node": "node-b", "failover_report": str(failover_report), "report_path": str(tmp_path / "r.json")}
 
