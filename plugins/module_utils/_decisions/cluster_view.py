@@ -15,6 +15,7 @@ __metaclass__ = type
 import ipaddress
 import re
 
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.remediators import OWN_TAINT_ANNOTATION
 from ansible_collections.volfence.csi.plugins.module_utils._kube_objects import (
     age_seconds,
     is_out_of_service,
@@ -180,8 +181,10 @@ class ClusterView(object):
                 boot_id=(((node.get('status') or {}).get('nodeInfo') or {}).get('bootID') or None),
                 addresses=addresses,
                 volumes_in_use=list((node.get('status') or {}).get('volumesInUse') or []),
-                # Kubernetes releases the volumes of a node under this taint without any fence (I6)
-                out_of_service=any(is_out_of_service(t) for t in node_taints(node)),
+                # Kubernetes releases the volumes of a node under someone else's out-of-service taint without any
+                # fence (I6); node_failover adds its own only once every volume of the node was made safe
+                out_of_service=any(is_out_of_service(t) for t in node_taints(node))
+                and OWN_TAINT_ANNOTATION not in ((node.get('metadata') or {}).get('annotations') or {}),
             )
             for ip in addresses:
                 owners = self.owners.setdefault(ip, [])

@@ -1182,3 +1182,53 @@ def test_a_node_only_the_driver_fenced_is_recorded_with_its_boot_so_recovery_can
     assert same['refused'] and same['lifted'] == [] and same['remove_cidrs'] == []
     # without any record, the driver's entry is not enough to prove a reboot
     assert recovery_plan('node-b', back, entries=entries, fences=[], marker=None, leases=[lease('node-b', 1)], now=NOW)['lifted'] == []
+
+
+# --------------------------------------------------------------------------- issue 43: a client that comes back
+
+def _out_of_service(n, ours=False):
+    n.setdefault('spec', {})['taints'] = [dict(key='node.kubernetes.io/out-of-service', value='nodeshutdown',
+                                               effect='NoExecute')]
+    if ours:
+        n['metadata'].setdefault('annotations', {})['volfence.csi/out-of-service-taint'] = 'added by volfence.csi'
+    return n
+
+
+def test_I6_a_node_under_someone_elses_out_of_service_taint_is_fenced_whole_even_with_no_image():
+    """Kubernetes released every volume of such a node without a fence; a frozen client of it shows nowhere."""
+    nodes = [node('node-a', ['10.0.0.11']), _out_of_service(node('node-b', ['10.0.0.12'], ready='False'))]
+    plan = fence_plan([], 'node-b', nodes, now=NOW)
+    assert plan['fence'] == ['10.0.0.12:0/0'] and plan['by_node'] == {'node-b': ['10.0.0.12:0/0']}
+    assert plan['fenced'][0]['sources'] == ['out-of-service taint']
+    # node_failover's own taint came after its fence: a re-run fences nothing again
+    ours = [node('node-a', ['10.0.0.11']), _out_of_service(node('node-b', ['10.0.0.12'], ready='False'), ours=True)]
+    assert fence_plan([], 'node-b', ours, now=NOW)['fence'] == []
+    # never a Ready node's address, even under the taint
+    shared = [node('node-a', ['10.0.0.12']), _out_of_service(node('node-b', ['10.0.0.12'], ready='False'))]
+    assert fence_plan([], 'node-b', shared, now=NOW)['fence'] == []
+
+
+def test_I6_an_image_the_failed_node_staged_with_no_client_visible_is_fenced_by_the_node_or_kept():
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False')]
+    frozen = [image('rbd/a')]  # node-b's client froze: its watch expired, nothing shows it
+    plan = fence_plan(frozen, 'node-b', nodes, now=NOW, staged={'rbd/a': ['node-b']})
+    assert plan['fence'] == ['10.0.0.12:0/0'] and plan['by_image'] == {'rbd/a': ['10.0.0.12:0/0']}
+    assert plan['fenced'][0]['sources'] == ['the node staged it']
+    # the node's address is a Ceph daemon's (hyperconverged): nothing can be fenced, the image is kept (I1, I6)
+    daemon = fence_plan(frozen, 'node-b', nodes, now=NOW, staged={'rbd/a': ['node-b']},
+                        daemon_addresses=['10.0.0.12:6789/0'])
+    assert daemon['fence'] == [] and [k['image'] for k in daemon['kept']] == ['rbd/a']
+    assert 'Ceph daemon' in daemon['kept'][0]['reason']
+    # the in-tree lock names node-b, not the krbd client that writes: node-b's addresses, whole
+    locked = [image('rbd/a')]
+    locked[0]['locks'] = [dict(id='kubelet_lock_magic_node-b', address='10.0.0.12:0/999', managed=False)]
+    assert fence_plan(locked, 'node-b', nodes, now=NOW)['fence'] == ['10.0.0.12:0/0']
+    # the exclusive-lock owner is the writing client itself: fenced exactly, even when it no longer watches
+    owner = [image('rbd/a')]
+    owner[0]['locks'] = [dict(id='auto 140', address='10.0.0.12:0/4242', managed=True)]
+    assert fence_plan(owner, 'node-b', nodes, now=NOW)['fence'] == ['10.0.0.12:0/4242']
+    # the replacement's exclusive lock (a Ready node's) is not this failover's
+    other = [image('rbd/a')]
+    other[0]['locks'] = [dict(id='auto 1', address='10.0.0.11:0/5', managed=True)]
+    assert fence_plan(other, 'node-b', nodes, now=NOW)['fence'] == [] and fence_plan(other, 'node-b', nodes,
+                                                                                         now=NOW)['kept'] == []
