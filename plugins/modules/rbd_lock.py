@@ -104,6 +104,17 @@ options:
       - The cluster's own daemons are never blocklisted (see M(volfence.csi.ceph_blocklist)).
     type: bool
     default: true
+  blocklist_addresses:
+    description:
+      - With O(state=absent) and O(blocklist_locker), also blocklist these IPs or C(ip:port/nonce) addresses (C(ip)
+        or C(ip:0/0) cuts every client of the IP) before any lock is broken, for example the holder node's own
+        addresses. The in-tree rbd plugin takes C(kubelet_lock_magic_<node>) with a short-lived C(rbd lock add),
+        so the locker is not the client that maps and writes the image: a frozen or partitioned mapping of that
+        node no longer watches and is cut only by its node's address. The C(volfence.csi.lock_break_plan)
+        filter returns them for each lock (C(fence)). Ceph daemons and O(protect_addresses) are refused.
+    type: list
+    elements: str
+    default: []
   blocklist_expire:
     description:
       - Seconds until those blocklist entries expire (Ceph's default, one hour, without it).
@@ -361,6 +372,7 @@ def main():
             protect_addresses=dict(type='list', elements='str', default=[]),
             include_managed=dict(type='bool', default=False),
             blocklist_locker=dict(type='bool', default=True),
+            blocklist_addresses=dict(type='list', elements='str', default=[]),
             blocklist_expire=dict(type='raw'),
             tag=dict(type='str'),
             **dict(IMAGE_OPTIONS, **LOCK_LISTING_OPTIONS)
@@ -404,6 +416,7 @@ def main():
                     module.warn(unmatched)
                 output.update(break_image_locks(client, spec, locks, lock_filter, protect=protect,
                                                 blocklist_locker=p['blocklist_locker'], expire=p['blocklist_expire'],
+                                                also_fence=p['blocklist_addresses'],
                                                 check_mode=module.check_mode, node_map=node_map))
             elif p['state'] == 'present':
                 output.update(take_lock(client, spec, locks, p, module.check_mode))

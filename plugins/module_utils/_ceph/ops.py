@@ -283,9 +283,10 @@ class LockBreakFailure(CephError):
 
 
 def break_image_locks(client, spec, locks, lock_filter, *, protect=None, blocklist_locker=True, expire=None,
-                      check_mode=False, node_map=None):
+                      check_mode=False, node_map=None, also_fence=()):
     """Break the locks of `spec` that `lock_filter` selects, except those held from `protect` (an
-    AddressMatcher), after blocklisting each locker's exact address when `blocklist_locker`.
+    AddressMatcher), after blocklisting each locker's exact address and `also_fence` (the holder node's own
+    addresses: an in-tree lock's locker is not the client that writes) when `blocklist_locker`.
 
     Returns the rbd_lock result (broken, protected, blocklisted, blocklist_failed, failed_locks,
     changed, locks_after).
@@ -298,9 +299,10 @@ def break_image_locks(client, spec, locks, lock_filter, *, protect=None, blockli
     if not to_break:
         return result
     if blocklist_locker:
-        addresses = sorted(set(lock['address'] for lock in to_break))
+        addresses = sorted(set(lock['address'] for lock in to_break) | set(also_fence or ()))
         try:
-            fenced = ensure_blocklist(client, 'present', addresses=addresses, expire=expire, check_mode=check_mode)
+            fenced = ensure_blocklist(client, 'present', addresses=addresses, expire=expire, check_mode=check_mode,
+                                      protect=protect.patterns if protect else None)
         except BlocklistFailure as exc:
             result['blocklisted'] = exc.result['actions']
             result['blocklist_failed'] = exc.result['failed_actions']

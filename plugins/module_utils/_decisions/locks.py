@@ -7,7 +7,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import ClusterView
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import ClusterView, whole_ip_entry
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import names_rbd_image
 
 
@@ -23,6 +23,10 @@ def lock_plan(locks, pod_node, nodes, *, leases=None, lease_grace=120, force=Fal
     A lock is broken only when that node exists and is provably down (not Ready, Lease older than
     lease_grace); force lets through holders that are alive or cannot be tied to a node, never a
     lock of the pod's own node or one whose image its Ready holder lists in volumesInUse.
+    Each lock to break has `fence`: what is blocklisted before it is broken, the locker's exact address and,
+    when the holder node is tied to the lock and provably down, every address of that node that no other node
+    lists, whole (ip:0/0): the in-tree plugin takes its lock with a short-lived `rbd lock add`, so the locker is not
+    the client that maps and writes the image, and a frozen or partitioned mapping no longer watches (I4, I6).
     Returns {break: [lock], kept: [lock + reason, invariant]}.
     """
     view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now=now)
@@ -31,13 +35,30 @@ def lock_plan(locks, pod_node, nodes, *, leases=None, lease_grace=120, force=Fal
         hard, soft = _lock_refusal(view, lock, pod_node, lease_grace)
         reason = hard or (None if force else soft)
         if reason is None:
-            entry = dict(lock)
+            entry = dict(lock, fence=[lock.get('address')] + ([] if soft else _holder_fence(view, lock)))
             if soft:
                 entry['forced_past'] = soft
             out['break'].append(entry)
         else:
             out['kept'].append(dict(lock, reason=reason, invariant='I4'))
     return out
+
+
+def lock_holder(view, lock):
+    """The one node a lock is tied to (its address's only owner, or kubelet_lock_magic_<node>), else None."""
+    lock_id = str(lock.get('id') or '')
+    named = lock_id[len(IN_TREE_LOCK_PREFIX):] if lock_id.startswith(IN_TREE_LOCK_PREFIX) else None
+    owners = view.owners_of(lock.get('address') or lock.get('ip'))
+    if len(owners) > 1 or (named and owners and owners[0] != named):
+        return None
+    return named or (owners[0] if owners else None)
+
+
+def _holder_fence(view, lock):
+    """The holder node's own addresses, whole, that no other node lists (I1)."""
+    holder = lock_holder(view, lock)
+    return [whole_ip_entry(ip) for ip in (view.nodes.get(holder) or {}).get('addresses') or []
+            if view.owners_of(ip) == [holder]]
 
 
 def image_in_use(view, node, image, *, unique_names=None):

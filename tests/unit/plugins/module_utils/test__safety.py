@@ -1232,3 +1232,17 @@ def test_I6_an_image_the_failed_node_staged_with_no_client_visible_is_fenced_by_
     other[0]['locks'] = [dict(id='auto 1', address='10.0.0.11:0/5', managed=True)]
     assert fence_plan(other, 'node-b', nodes, now=NOW)['fence'] == [] and fence_plan(other, 'node-b', nodes,
                                                                                          now=NOW)['kept'] == []
+
+
+def test_I4_I6_a_stale_in_tree_lock_is_broken_after_its_node_is_fenced_whole_not_only_its_locker():
+    """kubelet takes kubelet_lock_magic_<node> with a short-lived `rbd lock add`: the locker is not the krbd client
+    that maps and writes the image, which no longer watches once frozen or partitioned."""
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12', '10.0.0.50'], ready='False'),
+             node('node-c', ['10.0.0.13', '10.0.0.50'], ready='False')]
+    lock = dict(image='kube/img', id='kubelet_lock_magic_node-b', locker='client.4242', address='10.0.0.12:0/99')
+    plan = lock_plan([lock], 'node-a', nodes, now=NOW)
+    assert [b['fence'] for b in plan['break']] == [['10.0.0.12:0/99', '10.0.0.12:0/0']]  # 10.0.0.50 is shared
+    # forced past (the holder cannot be tied to one node): the locker alone
+    unknown = dict(lock, id='other', address='10.0.0.99:0/1')
+    forced = lock_plan([unknown], 'node-a', nodes, force=True, now=NOW)
+    assert [b['fence'] for b in forced['break']] == [['10.0.0.99:0/1']]
