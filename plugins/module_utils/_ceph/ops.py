@@ -32,6 +32,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.client import (
     blocklist_change_command,
     blocklist_ls_command,
     dump_command,
+    parse_image_spec,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     AddressMatcher,
@@ -45,6 +46,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._ceph.common import (
     parse_addr,
 )
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import fence_plan, watchers_to_settle
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.locks import failover_lock_breaks
 from ansible_collections.volfence.csi.plugins.module_utils._ceph.rbd import (
     describe_locks,
     exclusive_lock_owners,
@@ -453,6 +455,7 @@ def fence_failed_nodes(client, specs, *, failed_nodes, nodes, leases, node_map, 
     out['passed'] = [dict(image=image, address=address) for image, address in sorted(seen - set(settle))]
     fence = out['plan']['fence']
     if not fence:
+        _break_failed_nodes_locks(client, out, failed_nodes, check_mode)  # none: a lock's node was not fenced
         return out
     try:
         out['result'] = ensure_blocklist(client, 'present', addresses=fence, expire=expire, cidr_mode='addresses',
@@ -470,4 +473,24 @@ def fence_failed_nodes(client, specs, *, failed_nodes, nodes, leases, node_map, 
         except CephError as exc:
             raise FenceFailure('the blocklist entries are in place, but the fenced clients could not be '
                                'confirmed gone: %s' % exc.msg, out, exc)
+    if not out['still']:
+        _break_failed_nodes_locks(client, out, failed_nodes, check_mode)
     return out
+
+
+def _break_failed_nodes_locks(client, out, failed_nodes, check_mode):
+    """Break the failed nodes' in-tree locks once their fence took (_decisions.locks.failover_lock_breaks): a pod
+    that moved cannot mount while kubelet_lock_magic_<failed node> stands. plan['locks_broken'] lists those broken
+    (in check mode, those that would be), plan['locks_kept'] those left with the reason, a failure among them."""
+    decided = failover_lock_breaks(out['images'], failed_nodes=failed_nodes, fence=out['plan'])
+    broken, kept = [], list(decided['kept'])
+    for lock in decided['break']:
+        if not check_mode:
+            try:
+                client.break_lock(parse_image_spec(lock['image']), lock['locker'], lock['id'])
+            except CephError as exc:
+                if exc.rc is None or abs(int(exc.rc)) != errno.ENOENT:  # ENOENT: released meanwhile
+                    kept.append(dict(lock, reason='breaking it failed: %s' % exc.msg, invariant='I7'))
+                    continue
+        broken.append(lock)
+    out['plan']['locks_broken'], out['plan']['locks_kept'] = broken, kept

@@ -7,7 +7,12 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import ClusterView, whole_ip_entry
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.cluster_view import (
+    ClusterView,
+    covered_by,
+    failed_set,
+    whole_ip_entry,
+)
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import names_rbd_image
 
 
@@ -103,3 +108,30 @@ def _lock_refusal(view, lock, pod_node, lease_grace):
     if alive:
         return None, alive
     return None, None
+
+
+def failover_lock_breaks(images, *, failed_nodes, fence):
+    """The in-tree locks (kubelet_lock_magic_<node>) a failover breaks once its fence took (I4, I6): a failed node's
+    lock on any image the failover read (its own, and those pods elsewhere wait on: the pod that moved cannot mount
+    while it stands), when the failed nodes are provably down (the plan was not refused) and an entry of the plan
+    cuts the locker (the node was fenced first, as rbd_lock_cleanup does). images: rbd_watchers_info images with
+    `locks`; fence: fence_plan(). Returns {break: [lock + image], kept: [lock + image, reason, invariant]}."""
+    failed = failed_set(failed_nodes)
+    entries = list((fence or {}).get('fence') or [])
+    out = dict((key, []) for key in ('break', 'kept'))
+    for image in images or []:
+        spec = image.get('spec') if isinstance(image, dict) else None
+        for lock in (image.get('locks') or []) if spec else []:
+            lock_id = str(lock.get('id') or '')
+            node = lock_id[len(IN_TREE_LOCK_PREFIX):] if lock_id.startswith(IN_TREE_LOCK_PREFIX) else None
+            if node not in failed or lock.get('managed'):
+                continue
+            entry = dict(lock, image=spec, node=node)
+            if (fence or {}).get('refused'):
+                out['kept'].append(dict(entry, reason='nothing was fenced: %s' % fence['refused'], invariant='I4'))
+            elif not covered_by(entries, lock.get('address')):
+                out['kept'].append(dict(entry, invariant='I4', reason=(
+                    'its locker %s was not fenced: breaking it would let a second writer in' % lock.get('address'))))
+            else:
+                out['break'].append(entry)
+    return out

@@ -171,7 +171,8 @@ def waiting_verdicts(waiting, failed, *, before, after, fence, kept_by_image, ne
             fenced_here = [w.get('address') for w in read.get('watchers') or [] if _inside(nets, w.get('address'))]
         else:
             fenced_here = list((fence.get('by_image') or {}).get(image) or [])
-        if not fenced_here and not recorded:
+        broken = [k for k in fence.get('locks_broken') or [] if isinstance(k, dict) and k.get('image') == image]
+        if not fenced_here and not recorded and not broken:
             continue
         # ceph-csi on the waiting pod's own node opens the image to check it: that client is expected;
         # any other kept client (one no failed node can be proven to own, or another node's) keeps the pod waiting
@@ -179,7 +180,16 @@ def waiting_verdicts(waiting, failed, *, before, after, fence, kept_by_image, ne
         still = [w.get('address') for w in ((after or {}).get(image) or {}).get('watchers') or []
                  if (_inside(nets, w.get('address')) if nets is not None else covered_by(fenced_here, w.get('address')))]
         what = 'pod %s waits on %s (claim %s)' % (item.get('pod'), image, item.get('claim'))
-        if fence.get('refused'):
+        locked = [k for k in fence.get('locks_kept') or [] if isinstance(k, dict) and k.get('image') == image]
+        if locked:
+            # stale-rbd-lock: the pod cannot mount while the failed node's in-tree lock stands; not waited for
+            pod_ns, _sep, pod_name = str(item.get('pod')).partition('/')
+            safe, how = False, ('stale-rbd-lock: %s; the pod cannot mount while it stands: ansible-playbook '
+                                'volfence.csi.rbd_lock_cleanup -e pod_namespace=%s -e pod_name=%s' % (
+                                    '; '.join('%s held by %s from %s (%s)' % (k.get('id'), k.get('locker'),
+                                                                             k.get('address'), k.get('reason'))
+                                              for k in locked), pod_ns, pod_name))
+        elif fence.get('refused'):
             safe, how = False, 'nothing was fenced: %s' % fence['refused']
         elif kept:
             reasons = '; '.join('%s (%s)' % (k['address'], k['reason']) for k in kept)
@@ -191,6 +201,9 @@ def waiting_verdicts(waiting, failed, *, before, after, fence, kept_by_image, ne
         else:
             safe, how = True, ('fenced: %s' % ', '.join(fenced_here) if fenced_here
                                else 'ceph-csi recorded %s there; no client of it holds the image now' % ', '.join(recorded))
+            if broken:
+                how += '; stale in-tree lock(s) broken: %s' % ', '.join(
+                    '%s held by %s' % (k.get('id'), k.get('locker')) for k in broken)
         out.append(dict(item, safe=safe, how=how, invariant='I6',
                         line='%s: %s' % (what, how if safe else 'NOT made safe, ' + how)))
     return out

@@ -1246,3 +1246,32 @@ def test_I4_I6_a_stale_in_tree_lock_is_broken_after_its_node_is_fenced_whole_not
     unknown = dict(lock, id='other', address='10.0.0.99:0/1')
     forced = lock_plan([unknown], 'node-a', nodes, force=True, now=NOW)
     assert [b['fence'] for b in forced['break']] == [['10.0.0.99:0/1']]
+
+
+def test_I4_I6_a_failover_breaks_the_failed_nodes_in_tree_lock_on_a_waiting_pods_image_once_fenced():
+    """The four incidents at once: node-b holds the in-tree lock of a pod that moved to node-a; the failover fences
+    node-b (the lock's node, whole), then breaks the lock, and waits for the pod; a lock it could not break is named
+    with its incident and the command, and not waited for."""
+    from ansible_collections.volfence.csi.plugins.module_utils._decisions.locks import failover_lock_breaks
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], ready='False')]
+    locked = image('kube/img', '10.0.0.12:0/7')
+    locked['locks'] = [dict(id='kubelet_lock_magic_node-b', locker='client.42', address='10.0.0.12:0/7', managed=False),
+                       dict(id='kubelet_lock_magic_node-a', locker='client.43', address='10.0.0.11:0/8', managed=False)]
+    plan = fence_plan([locked], 'node-b', nodes, now=NOW)
+    assert plan['fence'] == ['10.0.0.12:0/0']
+    decided = failover_lock_breaks([locked], failed_nodes=['node-b'], fence=plan)
+    assert [(b['image'], b['id']) for b in decided['break']] == [('kube/img', 'kubelet_lock_magic_node-b')]
+    assert decided['kept'] == []  # node-a's lock is not this failover's
+    waiting = [dict(pod='default/index-api-1', claim='default/c', image='kube/img', node='node-a')]
+    after = [image('kube/img')]
+    plan['locks_broken'], plan['locks_kept'] = decided['break'], []
+    release = release_plan('node-b', [], [], images=[locked], fence=plan, watchers_after=after, waiting=waiting)
+    assert release['waiting'][0]['safe'] and 'lock(s) broken' in release['waiting'][0]['how']
+    assert release['wait_claims'] == ['default/c'] and release['waiting_unsafe'] == []
+    plan['locks_broken'], plan['locks_kept'] = [], [dict(decided['break'][0], reason='breaking it failed: EIO')]
+    release = release_plan('node-b', [], [], images=[locked], fence=plan, watchers_after=after, waiting=waiting)
+    assert release['wait_claims'] == [] and 'stale-rbd-lock' in release['waiting_unsafe'][0]
+    assert 'rbd_lock_cleanup -e pod_namespace=default -e pod_name=index-api-1' in release['waiting_unsafe'][0]
+    # nothing fenced (a node not proven down): the lock is kept, never broken
+    refused = dict(plan, refused='node node-b is Ready', fence=[])
+    assert failover_lock_breaks([locked], failed_nodes=['node-b'], fence=refused)['break'] == []
