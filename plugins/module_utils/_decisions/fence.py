@@ -310,10 +310,10 @@ def _fence_refusal(view, ip, failed, *, recorded, daemons, addressless, fence_un
 
 
 def remaining(images, fenced):
-    """Watcher addresses of `images` that are still among `fenced` (empty once the fence took)."""
-    fenced = set(fenced or [])
+    """Watcher addresses of `images` that an entry of `fenced` cuts (exact, or ip:0/0 its whole IP): empty once the
+    fence took."""
     return sorted(set(w.get('address') for i in images or [] for w in i.get('watchers') or []
-                      if w.get('address') in fenced))
+                      if covered_by(fenced, w.get('address'))))
 
 
 def fence_cidrs(failed_node, nodes, *, leases=None, lease_grace=120, force=False, now=None):

@@ -1275,3 +1275,11 @@ def test_I4_I6_a_failover_breaks_the_failed_nodes_in_tree_lock_on_a_waiting_pods
     # nothing fenced (a node not proven down): the lock is kept, never broken
     refused = dict(plan, refused='node node-b is Ready', fence=[])
     assert failover_lock_breaks([locked], failed_nodes=['node-b'], fence=refused)['break'] == []
+
+
+def test_remaining_watchers_are_those_a_fence_entry_cuts_exact_or_whole():
+    from ansible_collections.volfence.csi.plugins.module_utils._decisions.fence import remaining
+    images = [image('rbd/a', '10.0.0.12:0/5', '10.0.0.11:0/6'), image('rbd/b', '[fd00::12]:0/7')]
+    assert remaining(images, ['10.0.0.12:0/0', '[fd00::12]:0/0']) == ['10.0.0.12:0/5', '[fd00::12]:0/7']
+    assert remaining(images, ['10.0.0.12:0/5']) == ['10.0.0.12:0/5']
+    assert remaining(images, ['10.0.0.12:0/4']) == []
