@@ -59,7 +59,7 @@ def test_beside_ceph_csis_fencing_the_node_is_usable_after_its_reboot(ceph_csi_f
         # saw no out-of-service taint on detach and fenced nothing of its own
         assert report["fence_plan"]["fence"] == node_fence(state)
         assert report["out_of_service_taint_added"] == ["node-b"]
-        assert covering(lab, ip) == []
+        assert covering(lab, ip) == node_fence(state)  # volfence.csi's entry (node-b whole), no range of ceph-csi's
     entries_before = set(blocklist_entries(lab))
     assert entries_before, "something must cover node-b's old client before the recovery"
 
