@@ -138,6 +138,58 @@ def has_taint(node, key):
     return any(t.get("key") == key for t in node.get("spec", {}).get("taints", []) or [])
 
 
+# ceph-csi's volume ID (internal/util/volid.go, ComposeCSIID/DecomposeCSIID): version, length of the
+# clusterID, the clusterID, the pool ID (16 hex digits) and the image's UUID, joined by "-".
+CSI_ID_VERSION = 1
+
+
+def compose_volume_id(cluster_id, pool_id, object_uuid):
+    if 64 + len(cluster_id) > 128 or len(object_uuid) != 36:
+        raise ValueError("CSI ID encoding length overflow or invalid object uuid: %r %r" % (cluster_id, object_uuid))
+    return "%04x-%04x-%s-%016x-%s" % (CSI_ID_VERSION, len(cluster_id), cluster_id, pool_id, object_uuid)
+
+
+def volume_id_cluster(volume_id):
+    """The clusterID a ceph-csi volume ID carries, None when it is no such ID."""
+    try:
+        length = int(volume_id[5:9], 16)
+    except ValueError:
+        return None
+    if len(volume_id) < 64 or len(volume_id) < 10 + length + 1 + 17:
+        return None
+    return volume_id[10:10 + length]
+
+
+# deliberately repeated: the collection reads ceph-csi's ConfigMap too (for monitors); here ceph-csi's own
+# reading (internal/util/csiconfig.go: config.json, a list of {clusterID, monitors, rbd: {radosNamespace}})
+def csi_clusters(kube):
+    """{clusterID: entry} of the lab's ceph-csi install (ConfigMap ceph-csi/ceph-csi-config)."""
+    configmap = kube.find("configmaps", labmod.CSI_CONFIGMAP, CSI_NAMESPACE) or {}
+    try:
+        entries = json.loads((configmap.get("data") or {}).get("config.json") or "[]")
+    except ValueError:
+        entries = []
+    return {e.get("clusterID"): e for e in entries if isinstance(e, dict)}
+
+
+def csi_image_spec(pv, clusters):
+    """pool/image or pool/namespace/image of a ceph-csi PersistentVolume, as ceph-csi's node and controller
+    plugins find it: the RADOS namespace is the one the ceph-csi config gives the volume's clusterID
+    (GetRBDRadosNamespace), that clusterID taken from the volume ID, or for a static volume from its
+    attributes (internal/rbd/rbd_util.go, generateVolumeFromVolumeID, genVolFromVolumeOptions). A clusterID
+    the config does not list fails, as in ceph-csi."""
+    csi = pv["spec"]["csi"]
+    attrs = csi.get("volumeAttributes") or {}
+    if attrs.get("staticVolume") == "true":
+        cluster = attrs.get("clusterID")
+    else:
+        cluster = volume_id_cluster(csi.get("volumeHandle") or "")
+    if cluster not in clusters:
+        raise labmod.LabError("missing configuration for cluster ID %r" % cluster)
+    namespace = (clusters[cluster].get("rbd") or {}).get("radosNamespace") or ""
+    return "/".join(part for part in (attrs.get("pool") or "rbd", namespace, attrs["imageName"]) if part)
+
+
 class VolumeIndex(object):
     """PersistentVolumeClaims and PersistentVolumes listed once (a control-plane pass), served
     through find() like the client's, so pod_volumes() costs no request per pod."""
@@ -153,6 +205,12 @@ class VolumeIndex(object):
         if kind == "persistentvolumes":
             return self.volumes.get(name)
         raise KeyError(kind)
+
+
+def split_spec(spec):
+    """(pool, namespace, image) of pool/image or pool/namespace/image."""
+    parts = spec.split("/")
+    return (parts[0], "", parts[1]) if len(parts) == 2 else tuple(parts)
 
 
 def claims_bound(kube, pod):
@@ -442,10 +500,12 @@ class NodeAgent(object):
             return self.resolved[uid]
         volumes = pod_volumes(self.kube, pod)
         images = []
+        clusters = None
         for _pvc, pv in volumes:
             attrs = pv["spec"]["csi"].get("volumeAttributes", {})
             if pv["spec"]["csi"].get("driver", "").endswith(LAB_DRIVER) and attrs.get("imageName"):
-                images.append((pv, "%s/%s" % (attrs.get("pool", "rbd"), attrs["imageName"])))
+                clusters = csi_clusters(self.kube) if clusters is None else clusters
+                images.append((pv, csi_image_spec(pv, clusters)))
         fuse = [pv for _pvc, pv in volumes if pv["spec"]["csi"].get("driver") == FUSE_DRIVER]
         intree = []
         for _pvc, pv in volumes_intree(self.kube, pod):
@@ -934,8 +994,10 @@ class ControlPlane(object):
             return
         import rbd
         key = CLIENT_ADDRESS_KEY % (csi["volumeHandle"], va["spec"]["nodeName"])
-        with self.ceph().open_ioctx(attrs.get("pool") or "rbd") as ioctx:
-            with rbd.Image(ioctx, attrs["imageName"]) as image:
+        pool, namespace, name = split_spec(csi_image_spec(pv, csi_clusters(self.kube)))
+        with self.ceph().open_ioctx(pool) as ioctx:
+            ioctx.set_namespace(namespace)  # an image in a RADOS namespace is not in the pool's default one
+            with rbd.Image(ioctx, name) as image:
                 try:
                     address = image.metadata_get(key)
                 except KeyError:

@@ -24,6 +24,11 @@ Configuration (environment):
   LAB_KUBE    lab (default): the Kubernetes side (API emulator, control plane, node agents) beside
               Ceph; none: Ceph and the nodes' networks only, for tests that talk to Ceph and
               nothing else (the Kubernetes side's idle passes cost CPU the other labs need)
+  LAB_WRITE_EVERY  seconds between a stage holder's writes (default 0.5; 0: stage holders do not
+              write), read by `up` (the node agents start stage holders) and by `hold`
+  LAB_IMAGE_FEATURES  features of the images scenarios make: layering (default, as ceph-csi's example
+              StorageClass), default (Ceph's rbd_default_features) or a comma-separated list; read
+              when a scenario runs
 """
 
 import argparse
@@ -474,21 +479,36 @@ def holder_pidfile(cfg, node, image, kind):
     return os.path.join(cfg.holders_dir, "%s.%s.%s.pid" % (node, kind, safe))
 
 
+def write_every(environ=None):
+    """Seconds between a stage holder's writes (LAB_WRITE_EVERY, default 0.5), None when they do not write."""
+    value = (os.environ if environ is None else environ).get("LAB_WRITE_EVERY") or "0.5"
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise LabError("LAB_WRITE_EVERY must be a number of seconds, got %r" % value)
+    if seconds < 0:
+        raise LabError("LAB_WRITE_EVERY must not be negative, got %r" % value)
+    return seconds or None
+
+
 def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None, csi_stage=False,
-         metadata_key=None, metadata_value=None, intree_lock=None, also_images=()):
+         metadata_key=None, metadata_value=None, intree_lock=None, also_images=(), writes=None):
     """Start a client on `node` that keeps `image` open read-write (a watcher) and, when asked,
     holds an advisory lock. Returns the holder's status (pid, client address).
 
     With csi_stage, it first does ceph-csi's in-use check and returns {"in_use": True, ...}
     (the holder exits) while another client watches the image. also_images: other images the same
-    client watches (one client address for all, as a node's client mapping several volumes)."""
-    if node not in cfg.nodes:
-        raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    client watches (one client address for all, as a node's client mapping several volumes).
+    writes: the holder writes to the image as a pod's application does (holder_writes reads what it
+    recorded); by default a ceph-csi stage holder does, every LAB_WRITE_EVERY seconds."""
+    check_node(cfg, node)
     os.makedirs(cfg.holders_dir, exist_ok=True)
     kind = kind or ("lock" if lock_id else "watch")
     pidfile = holder_pidfile(cfg, node, image, kind)
     statusfile = pidfile[:-4] + ".json"
-    for path in (statusfile,):
+    writesfile = pidfile[:-4] + ".writes"
+    every = write_every() if (csi_stage if writes is None else writes) else None
+    for path in (statusfile, writesfile):
         if os.path.exists(path):
             os.unlink(path)
     cmd = ["ip", "netns", "exec", cfg.netns(node), cfg.tool("python3"), os.path.join(HERE, "holder.py"),
@@ -506,6 +526,8 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None,
         cmd += ["--intree-lock", intree_lock]
     for spec in also_images or ():
         cmd += ["--also-image", spec]
+    if every:
+        cmd += ["--writes-file", writesfile, "--write-every", str(every)]
     log = open(pidfile[:-4] + ".log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=clean_env())
     with open(pidfile, "w") as handle:
@@ -529,6 +551,34 @@ def hold(cfg, node, image, lock_id=None, shared_tag=None, timeout=20, kind=None,
         time.sleep(0.1)
     proc.kill()
     raise LabError("holder on %s did not become ready within %ss" % (node, timeout))
+
+
+def holder_status(cfg, node, image, kind="stage"):
+    """What the holder of `image` on `node` reported when it was ready (address, instance_id) with its pid
+    while it has a pid file, or None."""
+    pidfile = holder_pidfile(cfg, node, image, kind)
+    try:
+        with open(pidfile[:-4] + ".json") as handle:
+            status = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+    try:
+        status["pid"] = int(open(pidfile).read())
+    except (IOError, OSError, ValueError):
+        status["pid"] = None
+    return status
+
+
+def holder_writes(cfg, node, image, kind="stage"):
+    """What the writing holder of `image` on `node` recorded (holder.py's Writer): address, ok and errors
+    (counts), first_ok and last_ok ({time, counter}), last_error ({time, counter, errno, message}) and
+    errnos (count by name); None when it recorded nothing. Times are epoch seconds of this machine.
+    Kept after the holder stops, until the next holder of that image on that node starts."""
+    try:
+        with open(holder_pidfile(cfg, node, image, kind)[:-4] + ".writes") as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
 
 
 def release(cfg, node=None, image=None):
@@ -591,10 +641,22 @@ def stop(cfg, name):
         pid = int(open(path).read())
     except (IOError, OSError, ValueError):
         return False
-    send_signal([pid], signal.SIGTERM, group=True)
-    wait_until(lambda: not alive(pid), 5, step=0.05)
+    # A stopped process (partition-node's kubelet) handles no SIGTERM until it runs again: killed at once.
+    send_signal([pid], signal.SIGKILL if proc_state(pid) == "T" else signal.SIGTERM, group=True)
+    if not wait_until(lambda: not alive(pid), 5, step=0.05):
+        send_signal([pid], signal.SIGKILL, group=True)
+        wait_until(lambda: not alive(pid), 5, step=0.05)
     os.unlink(path)
     return True
+
+
+def pid_of(cfg, name):
+    """The pid of lab process `name` (.lab/run/<name>.pid) while it runs, else None."""
+    try:
+        pid = int(open(os.path.join(cfg.dir, "run", name + ".pid")).read())
+    except (IOError, OSError, ValueError):
+        return None
+    return pid if alive(pid) else None
 
 
 def send_signal(pids, signum, group=False):
@@ -609,15 +671,20 @@ def send_signal(pids, signum, group=False):
             pass
 
 
-def alive(pid):
-    """Whether process `pid` still runs. A zombie does not: it exited and waits for its reaper (a
-    container's PID 1 may reap only every few seconds, and os.kill(pid, 0) succeeds until then)."""
+def proc_state(pid):
+    """The state letter of process `pid` (R, S, D, T stopped, Z zombie...), None when it is gone."""
     try:
         with open("/proc/%d/stat" % pid) as handle:
             # state is the field after the command's closing parenthesis
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+            return handle.read().rsplit(")", 1)[1].split()[0]
     except (IOError, OSError, IndexError):
-        return False
+        return None
+
+
+def alive(pid):
+    """Whether process `pid` still runs. A zombie does not: it exited and waits for its reaper (a
+    container's PID 1 may reap only every few seconds, and os.kill(pid, 0) succeeds until then)."""
+    return proc_state(pid) not in (None, "Z", "X")
 
 
 def kubelet_dir(cfg, node):
@@ -701,30 +768,123 @@ def load_crds():
     return csiaddons_crds()
 
 
-def kill_node(cfg, node):
-    """The kubelet dies; the node's Ceph clients stay alive (stale-rbd-watcher)."""
+def check_node(cfg, node):
     if node not in cfg.nodes:
         raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+
+
+def kill_node(cfg, node):
+    """The kubelet dies; the node's Ceph clients stay alive (stale-rbd-watcher)."""
+    check_node(cfg, node)
     if not stop(cfg, "agent-" + node):
         raise LabError("node %s has no running agent (already killed?)" % node)
     sys.stderr.write("%s: kubelet stopped (heartbeat and lease renewals stop); its Ceph clients are still alive\n" % node)
 
 
 def revive_node(cfg, node):
-    """The node comes back as after a reboot: its old Ceph clients are gone, the kubelet starts."""
-    if node not in cfg.nodes:
-        raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    """The node comes back as after a reboot: its old Ceph clients are gone, the kubelet starts (a new
+    bootID). A paused or partitioned node's processes are killed first: they never run again, so none
+    writes or watches once more; then its link comes up."""
+    check_node(cfg, node)
+    frozen = [state for state in ("paused", "partitioned") if os.path.exists(node_mark(cfg, node, state))]
     stop(cfg, "agent-" + node)
+    if frozen:
+        send_signal(node_pids(cfg, node), signal.SIGKILL)
+        wait_until(lambda: not node_pids(cfg, node), 10, step=0.1)
     gone = release(cfg, node)
+    set_link(cfg, node, up=True)
+    for state in frozen:
+        os.unlink(node_mark(cfg, node, state))
     start_agent(cfg, node)
-    sys.stderr.write("%s: rebooted (%d old Ceph client(s) gone), kubelet started\n" % (node, gone))
+    sys.stderr.write("%s: rebooted (%d old Ceph client(s) gone%s), kubelet started\n" % (
+        node, gone, "; it was " + " and ".join(frozen) if frozen else ""))
+
+
+# A node frozen or cut off (issue 43): its rbd clients drop out of `rbd status` once the OSD's watch
+# timeout (osd_client_watch_timeout, 30 s) passes, but keep the image open; thawed or healed, librados
+# reconnects and librbd registers its watch again (src/librbd/Watcher.cc, rewatch) and writes on.
+
+def node_mark(cfg, node, state):
+    """<lab>/run/<node>.<state>: the node is paused or partitioned (status shows it; revive undoes it)."""
+    return os.path.join(cfg.dir, "run", "%s.%s" % (node, state))
+
+
+def mark(cfg, node, state, on):
+    path = node_mark(cfg, node, state)
+    if on:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write("%f\n" % time.time())
+    elif os.path.exists(path):
+        os.unlink(path)
+
+
+def node_pids(cfg, node):
+    """Every process in the node's network namespace: its holders (stage holders too) and its node
+    plugin's watcher-check client."""
+    proc = run(["ip", "netns", "pids", cfg.netns(node)], check=False)
+    return [int(p) for p in (proc.stdout or "").split() if p.isdigit()]
+
+
+def set_link(cfg, node, up):
+    """The node's cable: its veth's bridge end, so the node itself keeps its address and routes."""
+    run(["ip", "link", "set", cfg.veth_host(node), "up" if up else "down"], check=False)
+
+
+def pause_node(cfg, node):
+    """The node freezes (VM paused): its kubelet stops, as kill-node, and every process of the node
+    gets SIGSTOP. Returns the pids stopped. Again on a paused node: stops what runs there again."""
+    check_node(cfg, node)
+    stop(cfg, "agent-" + node)
+    pids = node_pids(cfg, node)
+    send_signal(pids, signal.SIGSTOP)
+    mark(cfg, node, "paused", True)
+    sys.stderr.write("%s: paused (kubelet stopped, %d process(es) frozen)\n" % (node, len(pids)))
+    return pids
+
+
+def resume_node(cfg, node):
+    """The frozen node runs again: SIGCONT to its processes. Its kubelet stays stopped (as after
+    kill-node); revive-node still means a reboot. Returns the pids continued."""
+    check_node(cfg, node)
+    pids = node_pids(cfg, node)
+    send_signal(pids, signal.SIGCONT)
+    mark(cfg, node, "paused", False)
+    sys.stderr.write("%s: resumed (%d process(es) thawed; kubelet still stopped)\n" % (node, len(pids)))
+    return pids
+
+
+def partition_node(cfg, node):
+    """The node is cut from the network: its link goes down (its Ceph clients keep running and cannot
+    reach the cluster) and its kubelet's heartbeats stop (SIGSTOP of its process group: alive, unheard)."""
+    check_node(cfg, node)
+    set_link(cfg, node, up=False)
+    pid = pid_of(cfg, "agent-" + node)
+    if pid:
+        send_signal([pid], signal.SIGSTOP, group=True)
+    mark(cfg, node, "partitioned", True)
+    sys.stderr.write("%s: partitioned (link down%s)\n" % (node, ", kubelet unheard" if pid else ""))
+
+
+def heal_node(cfg, node):
+    """The partition ends: the link comes up and the same kubelet goes on (SIGCONT: the same bootID, a
+    partition is no reboot). A kubelet killed before stays dead."""
+    check_node(cfg, node)
+    set_link(cfg, node, up=True)
+    pid = pid_of(cfg, "agent-" + node)
+    if pid:
+        send_signal([pid], signal.SIGCONT, group=True)
+    mark(cfg, node, "partitioned", False)
+    sys.stderr.write("%s: healed (link up%s)\n" % (node, ", kubelet heard again" if pid else ""))
 
 
 # ----------------------------------------------------------------------------- commands
 
 def status(cfg):
     result = {"dir": cfg.dir, "prefix": cfg.prefix, "slot": cfg.slot, "up": False,
-              "nodes": {n: {"ip": cfg.node_ip(n), "netns": cfg.netns(n) in existing_netns()} for n in cfg.nodes},
+              "nodes": {n: {"ip": cfg.node_ip(n), "netns": cfg.netns(n) in existing_netns(),
+                            "paused": os.path.exists(node_mark(cfg, n, "paused")),
+                            "partitioned": os.path.exists(node_mark(cfg, n, "partitioned"))} for n in cfg.nodes},
               "processes": len(lab_processes(cfg)), "clocks": clockmod.read_mode(cfg.dir)}
     if os.path.exists(cfg.conf):
         proc = run(ceph_cmd(cfg, "status", "--format", "json"), check=False, timeout=20)
@@ -740,6 +900,7 @@ def down(cfg, quiet=False):
     release(cfg)
     pids = lab_processes(cfg)
     send_signal(pids, signal.SIGTERM)
+    send_signal([p for p in pids if proc_state(p) == "T"], signal.SIGKILL)  # a paused node's: no SIGTERM handled
     wait_until(lambda: not lab_processes(cfg), 10)
     send_signal(lab_processes(cfg), signal.SIGKILL)
     unmount_lab_mounts(cfg)
@@ -780,8 +941,7 @@ def up(cfg):
 
 
 def node_exec(cfg, node, command):
-    if node not in cfg.nodes:
-        raise LabError("unknown node %r (lab nodes: %s)" % (node, ", ".join(cfg.nodes)))
+    check_node(cfg, node)
     env = dict(clean_env(), CEPH_ARGS="-c %s -k %s -n client.%s" % (cfg.conf, cfg.keyring, cfg.user),
                PATH=cfg.ceph_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
     return subprocess.call(["ip", "netns", "exec", cfg.netns(node), "sh", "-c", command], env=env)
@@ -802,6 +962,10 @@ def scenario_options(args):
         raise LabError("scenario %s takes no --%s" % (args.name, ", --".join(wrong)))
     return given
 
+
+# Commands that freeze or cut off a node and undo it (they also work on a lab without Kubernetes).
+NODE_STATES = {"pause-node": pause_node, "resume-node": resume_node, "partition-node": partition_node,
+               "heal-node": heal_node}
 
 # Commands that act through the lab's Kubernetes side.
 NEEDS_KUBE = ("kill-node", "revive-node", "scenario", "clean-scenario")
@@ -830,9 +994,19 @@ def main(argv=None):
     p.add_argument("--also-image", action="append", default=[], help="another image the same client watches")
     p.add_argument("--metadata-key", help="image metadata key to record the client in (ceph-csi's clientaddress)")
     p.add_argument("--metadata-value", help="the value recorded (default: the client's address)")
+    p.add_argument("--writes", action="store_true",
+                   help="write to the image as an application does (every LAB_WRITE_EVERY s; see holder_writes)")
     p = sub.add_parser("kill-node", help="stop a node's kubelet; its Ceph clients stay alive")
     p.add_argument("node")
     p = sub.add_parser("revive-node", help="bring a node back as after a reboot")
+    p.add_argument("node")
+    p = sub.add_parser("pause-node", help="freeze a node (VM paused): kubelet stopped, its processes SIGSTOPped")
+    p.add_argument("node")
+    p = sub.add_parser("resume-node", help="thaw a paused node's processes (its kubelet stays stopped)")
+    p.add_argument("node")
+    p = sub.add_parser("partition-node", help="cut a node from the network: link down, kubelet unheard")
+    p.add_argument("node")
+    p = sub.add_parser("heal-node", help="end a node's partition: link up, the same kubelet heard again")
     p.add_argument("node")
     p = sub.add_parser("scenario", help="build the state of an incident: " + ", ".join(sorted(SCENARIOS)))
     p.add_argument("name")
@@ -864,7 +1038,7 @@ def main(argv=None):
         elif args.command == "hold":
             print(json.dumps(hold(cfg, args.node, args.image, args.lock_id, args.shared_tag,
                                   metadata_key=args.metadata_key, metadata_value=args.metadata_value,
-                                  also_images=args.also_image), sort_keys=True))
+                                  also_images=args.also_image, writes=args.writes or None), sort_keys=True))
         elif args.command in NEEDS_KUBE and not os.path.exists(kubeconfig_path(cfg)):
             raise LabError("%s needs the lab's Kubernetes side, and this lab has none (LAB_KUBE=none at its "
                            "`up`, or it is not up)" % args.command)
@@ -872,6 +1046,8 @@ def main(argv=None):
             kill_node(cfg, args.node)
         elif args.command == "revive-node":
             revive_node(cfg, args.node)
+        elif args.command in NODE_STATES:
+            NODE_STATES[args.command](cfg, args.node)
         elif args.command == "scenario":
             if args.name not in SCENARIOS:
                 raise LabError("unknown scenario %r (known: %s)" % (args.name, ", ".join(sorted(SCENARIOS))))

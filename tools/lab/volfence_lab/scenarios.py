@@ -30,6 +30,15 @@
             nodes are NotReady, their pods still on them (stuck_pods: [], stuck_nodes: []).
   rack      node-volumes on several nodes at once (--nodes, default every node but the
             first; --volumes per node, default 20): they die together.
+  frozen-rbd-watcher
+            stale-rbd-watcher's Deployment on node-b, then node-b freezes (pause-node: VM paused) and
+            the scenario waits until `rbd status` no longer lists its client (the OSD's watch timeout,
+            30 s), which still has the image open read-write and writes again once resumed (issue 43).
+  partitioned-rbd-watcher
+            the same with node-b cut from the network (partition-node) instead.
+
+Images are made as ceph-csi's example StorageClass makes them (imageFeatures: "layering"), unless
+LAB_IMAGE_FEATURES says otherwise (default: Ceph's rbd_default_features, or a list).
 
 Each builder returns a summary (names, images, node IPs) that tests and the demo use. What
 node-volumes and rack create carries the label lab.volfence.io/scenario=<id>; clean_scenario
@@ -41,6 +50,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -49,7 +59,7 @@ from kubeemu.wait import WaitTimeout, wait_until
 from volfence_lab import clocks as clockmod
 from volfence_lab import lab as labmod
 from volfence_lab.kubesim import (CSI_NAMESPACE, CSI_PROVISIONER, FUSE_DRIVER, LAB_DRIVER, attachment_name,
-                                 csi_fencing)
+                                 compose_volume_id, csi_clusters, csi_fencing, csi_image_spec)
 
 NAMESPACE = "default"
 
@@ -83,14 +93,7 @@ def base_objects(kube, fencing=None):
     fencing = csi_fencing(kube) if fencing is None else fencing
     if kube.find("namespaces", CSI_NAMESPACE) is None:
         kube.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CSI_NAMESPACE}})
-    kube.apply("storageclasses", {
-        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "ceph-rbd"},
-        "provisioner": LAB_DRIVER, "reclaimPolicy": "Delete",
-        "parameters": {"clusterID": "lab", "pool": "rbd",
-                       "csi.storage.k8s.io/node-stage-secret-name": "csi-rbd-secret",
-                       "csi.storage.k8s.io/node-stage-secret-namespace": CSI_NAMESPACE,
-                       "csi.storage.k8s.io/controller-publish-secret-name": "csi-rbd-secret",
-                       "csi.storage.k8s.io/controller-publish-secret-namespace": CSI_NAMESPACE}})
+    storage_class(kube, "ceph-rbd", "lab")
     kube.apply("csidrivers", {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
                               "metadata": {"name": LAB_DRIVER}, "spec": {"attachRequired": True}})
     kube.apply("secrets", {"apiVersion": "v1", "kind": "Secret",
@@ -109,36 +112,130 @@ def base_objects(kube, fencing=None):
         CSI_NAMESPACE)
 
 
-def rbd_volume(cfg, kube, claim, csi=True, labels=None):
-    """An RBD image with a bound PV/PVC, ceph-csi style (or in-tree rbd when csi=False)."""
+# Image features. ceph-csi's example StorageClass (examples/rbd/storageclass.yaml) asks for
+# `imageFeatures: "layering"`, so that is what the lab's volumes get unless LAB_IMAGE_FEATURES says
+# otherwise: "default" (Ceph's rbd_default_features: layering, exclusive-lock, object-map, fast-diff,
+# deep-flatten) or a comma-separated list. Without exclusive-lock nothing stops a thawed client writing.
+RBD_FEATURES = ("layering", "striping", "exclusive-lock", "object-map", "fast-diff", "deep-flatten", "journaling",
+                "data-pool")
+FROM_ENV = object()  # rbd_volume's image_features: the lab's setting, LAB_IMAGE_FEATURES
+CEPH_DEFAULT_FEATURES = "layering,exclusive-lock,object-map,fast-diff,deep-flatten"  # rbd_default_features
+
+
+def storage_class_features():
+    """The imageFeatures parameter of the lab's StorageClasses: what its images get."""
+    return image_features_setting() or CEPH_DEFAULT_FEATURES
+
+
+def image_features_setting(environ=None):
+    """The features new images get: a comma-separated list, or None for Ceph's defaults."""
+    value = ((os.environ if environ is None else environ).get("LAB_IMAGE_FEATURES") or "layering").strip()
+    return None if value == "default" else checked_features(value)
+
+
+def checked_features(value):
+    features = [f.strip() for f in value.split(",") if f.strip()]
+    unknown = [f for f in features if f not in RBD_FEATURES]
+    if not features or unknown:
+        raise labmod.LabError("image features must be \"default\" or a list of %s, got %r" % (", ".join(RBD_FEATURES),
+                                                                                             value))
+    return ",".join(features)
+
+
+def features_of(cfg, image):
+    """The features `image` has, as `rbd info` lists them."""
+    return json.loads(rbd_cli(cfg, "info", image, "--format", "json"))["features"]
+
+
+# RADOS namespaces. ceph-csi gives each clusterID of its config one namespace (config.json entry
+# {"clusterID", "monitors", "rbd": {"radosNamespace"}}, internal/util/csiconfig.go), and a volume ID carries
+# its clusterID: a volume in namespace N has the clusterID lab-N here, listed in the lab's ceph-csi config.
+NAMESPACES_LOCK = threading.Lock()
+
+
+def rados_namespace_cluster(cfg, kube, namespace):
+    """Make the RADOS namespace in the pool if it is not there (`rbd namespace create`), list its clusterID in
+    ceph-csi's config and give it a StorageClass. Returns the clusterID."""
+    cluster = "lab-" + namespace
+    if len(cluster) > 36:  # ceph-csi's limit of a clusterID
+        raise labmod.LabError("RADOS namespace %r is too long for a ceph-csi clusterID (%s)" % (namespace, cluster))
+    with NAMESPACES_LOCK:
+        listed = [n["name"] for n in json.loads(rbd_cli(cfg, "namespace", "ls", labmod.POOL, "--format", "json"))]
+        if namespace not in listed:
+            rbd_cli(cfg, "namespace", "create", "%s/%s" % (labmod.POOL, namespace))
+        configmap = kube.get("configmaps", labmod.CSI_CONFIGMAP, CSI_NAMESPACE)
+        entries = json.loads(configmap["data"]["config.json"])
+        if cluster not in [e.get("clusterID") for e in entries]:
+            entries.append({"clusterID": cluster, "monitors": ["%s:6789" % cfg.host_ip],
+                            "rbd": {"radosNamespace": namespace}})
+            kube.patch("configmaps", labmod.CSI_CONFIGMAP, {"data": {"config.json": json.dumps(entries)}},
+                       CSI_NAMESPACE)
+        storage_class(kube, "ceph-rbd-" + namespace, cluster)
+    return cluster
+
+
+def storage_class(kube, name, cluster):
+    kube.apply("storageclasses", {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+        "provisioner": LAB_DRIVER, "reclaimPolicy": "Delete",
+        "parameters": {"clusterID": cluster, "pool": labmod.POOL, "imageFeatures": storage_class_features(),
+                       "csi.storage.k8s.io/node-stage-secret-name": "csi-rbd-secret",
+                       "csi.storage.k8s.io/node-stage-secret-namespace": CSI_NAMESPACE,
+                       "csi.storage.k8s.io/controller-publish-secret-name": "csi-rbd-secret",
+                       "csi.storage.k8s.io/controller-publish-secret-namespace": CSI_NAMESPACE}})
+
+
+# The rbd pool's ID in the volume IDs the lab makes (the pool after Ceph's .mgr).
+POOL_ID = 2
+
+
+def rbd_volume(cfg, kube, claim, csi=True, labels=None, image_features=FROM_ENV, rados_namespace=None):
+    """An RBD image with a bound PV/PVC, ceph-csi style (or in-tree rbd when csi=False). image_features:
+    a comma-separated list, None for Ceph's defaults, by default LAB_IMAGE_FEATURES (layering); the PV's
+    imageFeatures attribute names what the image has. rados_namespace: the image lives in that RADOS
+    namespace (made if needed), its volume under a clusterID whose ceph-csi config names it.
+    Returns (PV name, pool[/namespace]/image)."""
+    features = image_features_setting() if image_features is FROM_ENV else (
+        image_features and checked_features(image_features))
+    if rados_namespace and not csi:
+        raise labmod.LabError("the in-tree rbd plugin has no RADOS namespaces")
+    cluster = rados_namespace_cluster(cfg, kube, rados_namespace) if rados_namespace else "lab"
     vol_id = str(uuid.uuid1())
-    image = "csi-vol-" + vol_id
-    rbd_cli(cfg, "create", "rbd/" + image, "--size", "64")
+    image = "/".join(p for p in (labmod.POOL, rados_namespace, "csi-vol-" + vol_id) if p)
+    create = ["create", image, "--size", "64"]
+    for feature in (features or "").split(",") if features else []:
+        create += ["--image-feature", feature]
+    rbd_cli(cfg, *create)
+    attribute = features or ",".join(features_of(cfg, image))
     pv_name = "pvc-" + str(uuid.uuid4())
     if csi:
+        attrs = {"clusterID": cluster, "pool": labmod.POOL, "imageName": image.rsplit("/", 1)[1],
+                 "imageFeatures": attribute}
+        if rados_namespace:
+            attrs["radosNamespace"] = rados_namespace  # ceph-csi's CreateVolume adds it to the volume context
         source = {"csi": {"driver": LAB_DRIVER, "fsType": "ext4",
-                          "volumeHandle": "0001-0003-lab-0000000000000002-" + vol_id,
-                          "volumeAttributes": {"clusterID": "lab", "pool": "rbd", "imageName": image,
-                                               "imageFeatures": "layering"},
+                          "volumeHandle": compose_volume_id(cluster, POOL_ID, vol_id),
+                          "volumeAttributes": attrs,
                           "nodeStageSecretRef": {"name": "csi-rbd-secret", "namespace": CSI_NAMESPACE}}}
     else:
-        source = {"rbd": {"monitors": [cfg.host_ip + ":6789"], "pool": "rbd", "image": image,
+        source = {"rbd": {"monitors": [cfg.host_ip + ":6789"], "pool": labmod.POOL, "image": image.rsplit("/", 1)[1],
                           "user": cfg.user, "fsType": "ext4"}}
+    storage = ("ceph-rbd-" + rados_namespace if rados_namespace else "ceph-rbd") if csi else ""
     kube.create("persistentvolumes", dict({
         "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name, "labels": dict(labels or {})},
         "spec": dict(source, accessModes=["ReadWriteOnce"], capacity={"storage": "1Gi"},
-                     persistentVolumeReclaimPolicy="Delete", storageClassName="ceph-rbd" if csi else "",
+                     persistentVolumeReclaimPolicy="Delete", storageClassName=storage,
                      claimRef={"kind": "PersistentVolumeClaim", "namespace": NAMESPACE, "name": claim})}))
     kube.patch("persistentvolumes", pv_name, {"status": {"phase": "Bound"}}, subresource="status")
     kube.create("persistentvolumeclaims", {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim",
         "metadata": {"name": claim, "namespace": NAMESPACE, "labels": dict(labels or {})},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-                 "storageClassName": "ceph-rbd" if csi else "", "volumeName": pv_name}}, NAMESPACE)
+                 "storageClassName": storage, "volumeName": pv_name}}, NAMESPACE)
     kube.patch("persistentvolumeclaims", claim, {"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
                                                             "capacity": {"storage": "1Gi"}}},
                NAMESPACE, subresource="status")
-    return pv_name, "rbd/" + image
+    return pv_name, image
 
 
 def deployment(kube, name, claim, prefer_node, labels=None):
@@ -241,6 +338,70 @@ def wait_not_ready(kube, node):
         return obj is not None and any(t.get("key") == "node.kubernetes.io/unreachable"
                                        for t in obj.get("spec", {}).get("taints", []) or [])
     wait("%s to be NotReady (unreachable)" % node, unreachable, timeout=120)
+
+
+# How a node is frozen or cut off, and undone (lab.py): pause-node/resume-node, partition-node/heal-node.
+FREEZE = {"pause": (labmod.pause_node, labmod.resume_node), "partition": (labmod.partition_node, labmod.heal_node)}
+
+
+def node_watchers(cfg, image, node):
+    """The addresses of `image`'s watchers that are clients of `node` (rbd status)."""
+    watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
+    return [w["address"] for w in watchers if w["address"].split(":")[0] == cfg.node_ip(node)]
+
+
+def wait_writing(cfg, node, image, after=0.0, timeout=60):
+    """Until the stage holder of `image` on `node` has written successfully after `after` (epoch seconds):
+    what it recorded (lab.holder_writes)."""
+    def wrote():
+        record = labmod.holder_writes(cfg, node, image)
+        return record if record and (record.get("last_ok") or {}).get("time", 0) > after else None
+    return wait("%s's client of %s to write" % (node, image), wrote, timeout=timeout)
+
+
+def frozen_rbd_watcher(cfg, failed="node-b", app="nginx", how="pause", image_features=FROM_ENV,
+                       rados_namespace=None, wait_expired=True):
+    """Seed 000's state (stale_rbd_watcher's Deployment with an RBD claim, Running and writing on `failed`),
+    then `failed` freezes (how="pause": a VM paused, SIGSTOP) or is cut off (how="partition": link down):
+    its kubelet goes silent and its rbd client, alive, keeps the image open read-write. With wait_expired,
+    until `rbd status` lists no client of `failed` (the OSD drops a watch nobody renews after
+    osd_client_watch_timeout, 30 s; the lab leaves it at Ceph's default). Undone by resume-node or heal-node
+    (the client watches and writes again) or revive-node (a reboot: it is gone)."""
+    if how not in FREEZE:
+        raise labmod.LabError("how must be one of %s, got %r" % (", ".join(sorted(FREEZE)), how))
+    kube = labmod.kube_client(cfg)
+    base_objects(kube)
+    claim = "pvc-test" if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None \
+        else "pvc-test-" + uuid.uuid4().hex[:5]
+    if claim != "pvc-test":
+        app = app + "-" + claim[-5:]
+    pv_name, image = rbd_volume(cfg, kube, claim, image_features=image_features, rados_namespace=rados_namespace)
+    wait_schedulable(kube, failed)
+    deployment(kube, app, claim, failed)
+    first = wait("the pod to run on %s" % failed, lambda: running_on(kube, app, failed))[0]
+    wait_writing(cfg, failed, image)
+    holder = labmod.holder_status(cfg, failed, image) or {}
+    frozen_at = time.time()
+    FREEZE[how][0](cfg, failed)
+    wait_not_ready(kube, failed)
+    expired_at = None
+    if wait_expired:
+        wait("%s's watch of %s to expire" % (failed, image), lambda: not node_watchers(cfg, image, failed),
+             timeout=120)
+        expired_at = time.time()
+    watchers = json.loads(rbd_cli(cfg, "status", image, "--format", "json"))["watchers"]
+    return {
+        "scenario": "%s-rbd-watcher" % ("frozen" if how == "pause" else "partitioned"), "how": how,
+        "namespace": NAMESPACE, "deployment": app, "pvc": claim, "pv": pv_name, "image": image,
+        "image_features": features_of(cfg, image), "rados_namespace": rados_namespace,
+        "failed_node": failed, "failed_node_ip": cfg.node_ip(failed), "old_pod": first["metadata"]["name"],
+        "stuck_pod": None, "stuck_node": None, "event": None, "holder_address": holder.get("address"),
+        "holder_pid": holder.get("pid"), "frozen_at": frozen_at, "watch_expired_at": expired_at,
+        "watchers": [w["address"] for w in watchers]}
+
+
+def partitioned_rbd_watcher(cfg, failed="node-b", app="nginx"):
+    return frozen_rbd_watcher(cfg, failed, app, how="partition")
 
 
 def statefulset(kube, name, claim_template, prefer_node):
@@ -479,7 +640,8 @@ def dead_fuse_mount(cfg, node="node-c", app="csi-s3-test-nginx"):
 
 SCENARIOS = {"stale-rbd-watcher": stale_rbd_watcher, "stale-rbd-watcher-mixed": stale_rbd_watcher_mixed,
              "stale-volumeattachment": stale_volumeattachment, "dead-fuse-mount": dead_fuse_mount,
-             "stale-rbd-lock": stale_rbd_lock, "stale-rbd-watcher-statefulset": stale_rbd_watcher_statefulset}
+             "stale-rbd-lock": stale_rbd_lock, "stale-rbd-watcher-statefulset": stale_rbd_watcher_statefulset,
+             "frozen-rbd-watcher": frozen_rbd_watcher, "partitioned-rbd-watcher": partitioned_rbd_watcher}
 
 
 # ----------------------------------------------------------------------------- many volumes
@@ -609,10 +771,11 @@ def clean_scenario(cfg, ident=None, images=True, wait_seconds=60):
     for claim in kube.list("persistentvolumeclaims", NAMESPACE, label_selector=selector):
         kube.delete("persistentvolumeclaims", claim["metadata"]["name"], NAMESPACE)
     names = []
+    clusters = csi_clusters(kube)
     for pv in pvs:
         attrs = pv["spec"].get("csi", {}).get("volumeAttributes", {})
         if attrs.get("imageName"):
-            names.append("%s/%s" % (attrs.get("pool", "rbd"), attrs["imageName"]))
+            names.append(csi_image_spec(pv, clusters))
         kube.delete("persistentvolumes", pv["metadata"]["name"])
     for image in names:
         labmod.release(cfg, image=image)
