@@ -7,7 +7,7 @@ import pytest
 
 import labtools
 from kubeemu.wait import WAITED
-from labtools import Lab, clear_foreign_attachments, lab_kube, read_lab_env, remove_incident, undo_failover
+from labtools import Lab, clear_foreign_attachments, lab_config, lab_kube, read_lab_env, remove_incident, undo_failover
 from volfence_lab import clocks
 
 # scripts/run_tests.py sets it: one JSON line per test, where its seconds went (its report sums them by area)
@@ -122,3 +122,26 @@ def kubernetes_never_releases(lab):
     clocks.write(lab.dir, "never")
     yield lab
     clocks.write(lab.dir, before)
+
+
+@pytest.fixture
+def frozen(kubernetes_never_releases, clean_lab, kube):
+    """Build volfence_lab.scenarios.frozen_rbd_watcher with the test's options (every node alive first): node-b
+    paused or partitioned until its watch expired. Afterwards its Deployment goes, every node's partition heals,
+    every node is revived (a frozen one's old client killed) and the failover's marks are undone."""
+    from volfence_lab import scenarios
+    for node in clean_lab.nodes:
+        clean_lab.lab("revive-node", node)
+    built = []
+
+    def build(**options):
+        state = scenarios.frozen_rbd_watcher(lab_config(clean_lab), **options)
+        built.append(state)
+        return state
+    yield build
+    for state in built:
+        remove_incident(kube, state)
+    for node in clean_lab.nodes:
+        clean_lab.lab("heal-node", node)
+        clean_lab.lab("revive-node", node)
+        undo_failover(kube, node)

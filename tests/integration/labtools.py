@@ -97,6 +97,10 @@ class Lab(object):
     def watchers(self, image):
         return json.loads(self.rbd("status", image, "--format", "json"))["watchers"]
 
+    def locks(self, image):
+        """The image's advisory locks as `rbd lock ls` lists them ({id, locker, address})."""
+        return json.loads(self.rbd("lock", "ls", image, "--format", "json"))
+
     def new_image(self, prefix="img", size="16"):
         name = "%s/%s-%s" % (self.pool, prefix, uuid.uuid4().hex[:8])
         self.rbd("create", name, "--size", size)
@@ -399,3 +403,13 @@ def node_fence(state):
     recorded it there and the node staged the image: a frozen second client of the node shows nowhere, so every
     client of its IP is cut; issue 43)."""
     return [state["failed_node_ip"] + ":0/0"]
+
+
+def lab_config(lab):
+    """The lab's Config as volfence_lab.lab sees it, for its scenario helpers (scenarios.frozen_rbd_watcher)."""
+    from volfence_lab import lab as labmod
+    env = dict(os.environ, LAB_DIR=lab.dir, LAB_PREFIX=lab.env["LAB_PREFIX"], LAB_SLOT=lab.env["LAB_SLOT"],
+               LAB_NODES=lab.env["LAB_NODES"])
+    cfg = labmod.Config(env)
+    cfg.version = lab.env.get("LAB_CEPH_VERSION")
+    return cfg

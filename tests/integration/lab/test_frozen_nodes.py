@@ -12,20 +12,11 @@ import time
 
 import pytest
 
-from labtools import declare_shut_down, remove_incident, undo_failover, wait_until
+from labtools import declare_shut_down, lab_config, undo_failover, wait_until
 from volfence_lab import lab as labmod
 from volfence_lab import scenarios
 
 NAMESPACE = "default"
-
-
-def node_config(lab):
-    """The lab's Config as lab.py sees it, for the scenario helpers."""
-    env = dict(os.environ, LAB_DIR=lab.dir, LAB_PREFIX=lab.env["LAB_PREFIX"], LAB_SLOT=lab.env["LAB_SLOT"],
-               LAB_NODES=lab.env["LAB_NODES"])
-    cfg = labmod.Config(env)
-    cfg.version = lab.env.get("LAB_CEPH_VERSION")
-    return cfg
 
 
 def addresses(lab, image):
@@ -40,28 +31,8 @@ def ready(kube, node):
     return [c for c in kube.get("nodes", node)["status"]["conditions"] if c["type"] == "Ready"][0]["status"] == "True"
 
 
-@pytest.fixture
-def frozen(kubernetes_never_releases, clean_lab, kube):
-    """Build frozen_rbd_watcher with the test's options (every node alive first); afterwards its Deployment
-    goes and every node is revived (a frozen one's old client killed, its link up)."""
-    lab = clean_lab
-    for node in lab.nodes:
-        lab.lab("revive-node", node)
-    built = []
-
-    def build(**options):
-        state = scenarios.frozen_rbd_watcher(node_config(lab), **options)
-        built.append(state)
-        return state
-    yield build
-    for state in built:
-        remove_incident(kube, state)
-    for node in lab.nodes:
-        lab.lab("revive-node", node)
-
-
 def test_a_paused_node_drops_out_of_rbd_status_and_writes_again_once_resumed(frozen, lab, kube):
-    cfg = node_config(lab)
+    cfg = lab_config(lab)
     state = frozen(how="pause", image_features="layering")
     image, client = state["image"], state["holder_address"]
     assert state["image_features"] == ["layering"]  # ceph-csi's example StorageClass: no exclusive lock
@@ -84,7 +55,7 @@ def test_a_paused_node_drops_out_of_rbd_status_and_writes_again_once_resumed(fro
 
 
 def test_a_partitioned_node_drops_out_of_rbd_status_and_writes_again_once_healed(frozen, lab, kube):
-    cfg = node_config(lab)
+    cfg = lab_config(lab)
     wait_until(lambda: ready(kube, "node-b"), timeout=60, what="node-b Ready")
     booted = boot_id(kube, "node-b")
     state = frozen(how="partition", image_features="layering")
@@ -108,7 +79,7 @@ def test_a_paused_node_blocklisted_meanwhile_never_writes_again_once_resumed(fro
     """What a fence does to issue 43's client (the lead's failover tests assert this through the collection):
     on an image with Ceph's default features, its writes fail with ESHUTDOWN (Ceph's EBLOCKLISTED) after the
     thaw, its last success is from before the freeze, and it watches no more."""
-    cfg = node_config(lab)
+    cfg = lab_config(lab)
     state = frozen(how="pause", image_features=None)
     image, client = state["image"], state["holder_address"]
     assert "exclusive-lock" in state["image_features"]
@@ -143,7 +114,7 @@ def apps(clean_lab, kube):
 
 def volume_on(lab, kube, apps, node, rados_namespace=None):
     """A Deployment with a ceph-csi claim of its own Running on `node`: (name, PV name, image spec)."""
-    cfg = node_config(lab)
+    cfg = lab_config(lab)
     scenarios.base_objects(kube)
     suffix = os.urandom(3).hex()
     claim, app = "ns-claim-" + suffix, "ns-app-" + suffix
@@ -166,7 +137,7 @@ def recorded(lab, image):
 
 
 def test_an_image_in_a_rados_namespace_is_staged_there_and_detached(apps, lab, kube):
-    cfg = node_config(lab)
+    cfg = lab_config(lab)
     app, pv_name, image = volume_on(lab, kube, apps, "node-b", rados_namespace="tenant-a")
     assert image.startswith("rbd/tenant-a/csi-vol-")
     pv = kube.get("persistentvolumes", pv_name)

@@ -16,10 +16,6 @@ def stale_rbd_lock(clean_lab, kube, incident):
     return clean_lab, incident("stale-rbd-lock"), kube
 
 
-def locks(lab, image):
-    return json.loads(lab.rbd("lock", "ls", image, "--format", "json"))
-
-
 def node_down(kube, name):
     node = kube.get("nodes", name)
     return [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]["status"] != "True"
@@ -29,7 +25,7 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
     lab, state, kube = stale_rbd_lock
     extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
              "wait_timeout": 60, "lease_grace_seconds": 3}
-    before_locks = locks(lab, state["image"])
+    before_locks = lab.locks(state["image"])
     before_blocklist = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
 
     # I4 (issue 11 item 3): the holder node-b is Ready: its lock is live as far as anyone can prove.
@@ -39,7 +35,7 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
     assert report["stale_locks"] == [] and report["pod_restarted"] is False
     assert [(k["id"], k["invariant"]) for k in report["kept_locks"]] == [("kubelet_lock_magic_node-b", "I4")]
     assert "node node-b is Ready" in report["kept_locks"][0]["reason"]
-    assert locks(lab, state["image"]) == before_locks
+    assert lab.locks(state["image"]) == before_locks
     assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before_blocklist
 
     # node-b dies (kubelet gone, its Ceph client alive): now the lock is provably stale.
@@ -51,7 +47,7 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
     report = json.loads((tmp_path / "r.json").read_text())
     assert [l["id"] for l in report["stale_locks"]] == ["kubelet_lock_magic_node-b"]
     assert report["stale_locks"][0]["node"] == "node-b"
-    assert locks(lab, state["image"]) == before_locks
+    assert lab.locks(state["image"]) == before_locks
     assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before_blocklist
     assert kube.find("pods", state["stuck_pod"], "default") is not None
 
@@ -75,11 +71,11 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
     assert "kubelet_lock_magic_node-b" in story[0][3] and "allowed by I4" in story[0][3], story
     assert "replaces pod default/%s" % state["stuck_pod"] in story[2][3], story
     # The new pod's node took the in-tree lock for itself.
-    assert [l["id"] for l in locks(lab, state["image"])] == ["kubelet_lock_magic_" + running[0]["spec"]["nodeName"]]
+    assert [l["id"] for l in lab.locks(state["image"])] == ["kubelet_lock_magic_" + running[0]["spec"]["nodeName"]]
 
     # Re-launched with the same answers (issue 18): the pod it was given is gone; the re-run follows
     # it to its replacement, finds nothing to do, and changes nothing.
-    after_locks, after_blocklist = locks(lab, state["image"]), lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
+    after_locks, after_blocklist = lab.locks(state["image"]), lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
     again = run_playbook(lab_inventory, PLAYBOOK, extra)
     assert again.rc == 0, again.stdout[-3000:]
     assert sum(host["changed"] for host in again.data["stats"].values()) == 0, again.data["stats"]
@@ -87,7 +83,7 @@ def test_check_mode_then_cleanup(stale_rbd_lock, lab_inventory, tmp_path):
     assert report["pod"]["replaced"] is True and report["pod"]["name"] == running[0]["metadata"]["name"]
     assert report["pod"]["requested"] == state["stuck_pod"]
     assert report["stale_locks"] == [] and report["pod_restarted"] is False
-    assert locks(lab, state["image"]) == after_locks
+    assert lab.locks(state["image"]) == after_locks
     assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == after_blocklist
 
 
@@ -98,7 +94,7 @@ def test_a_lock_of_the_pods_own_node_is_left_alone(stale_rbd_lock, lab_inventory
     # its own, taken meanwhile, would race that retry: ImageBusy). Nothing is provably stale then.
     lab.release("node-b")
     lab.rbd("lock", "rm", state["image"], state["lock_id"], state["locker"])
-    own = wait_until(lambda: locks(lab, state["image"]), timeout=30, what="a lock of the pod's own node")
+    own = wait_until(lambda: lab.locks(state["image"]), timeout=30, what="a lock of the pod's own node")
     assert [(l["id"], l["address"].split(":")[0]) for l in own] == [
         ("kubelet_lock_magic_" + state["stuck_node"], lab.nodes[state["stuck_node"]])], own
     locker = own[0]["locker"]
@@ -108,7 +104,7 @@ def test_a_lock_of_the_pods_own_node_is_left_alone(stale_rbd_lock, lab_inventory
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["stale_locks"] == [] and [l["locker"] for l in report["kept_locks"]] == [locker]
     assert report["blocklisted"] == [] and report["pod_restarted"] is False
-    assert [l["locker"] for l in locks(lab, state["image"])] == [locker]
+    assert [l["locker"] for l in lab.locks(state["image"])] == [locker]
 
 
 def test_missing_pod_is_a_clear_error(lab, lab_inventory, tmp_path):
@@ -128,7 +124,7 @@ def test_an_unreachable_ceph_host_is_named_in_the_report_and_nothing_is_done_aft
     lab, state, kube = stale_rbd_lock
     lab.lab("kill-node", "node-b")
     assert wait_until(lambda: node_down(kube, "node-b"), timeout=30)
-    before_locks = locks(lab, state["image"])
+    before_locks = lab.locks(state["image"])
     before_blocklist = lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout
     inventory = inventory_with_failing_hosts(lab_inventory, tmp_path, unreachable=["ceph-admin"])
     extra = {"pod_namespace": "default", "pod_name": state["stuck_pod"], "report_path": str(tmp_path / "r.json"),
@@ -140,6 +136,6 @@ def test_an_unreachable_ceph_host_is_named_in_the_report_and_nothing_is_done_aft
     assert report["pod"]["node"] == state["stuck_node"] and report["images"] == [state["image"]]
     assert report["stale_locks"] == [] and report["blocklisted"] == [] and report["pod_restarted"] is False
     # nothing was done after the failure: the lock, the blocklist and the stuck pod are as they were
-    assert locks(lab, state["image"]) == before_locks
+    assert lab.locks(state["image"]) == before_locks
     assert lab.cli("ceph", "osd", "blocklist", "ls", "--format", "json").stdout == before_blocklist
     assert kube.find("pods", state["stuck_pod"], "default") is not None
