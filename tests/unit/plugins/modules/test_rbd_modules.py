@@ -131,6 +131,23 @@ def test_lock_break_fences_the_locker_first(monkeypatch, capsys):
     assert out['locks'][0]['node'] == 'node-b'
 
 
+def test_lock_break_also_fences_the_holder_nodes_addresses_and_never_a_protected_one(monkeypatch, capsys):
+    """Issue 43: kubelet's `rbd lock add` is not the client that maps and writes the image: the holder node's
+    address, whole, is blocklisted with the locker before the lock is broken; a protected one refuses it all."""
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    holder = kubelet_lock()['lockers'][0]
+    whole = '%s:0/0' % NODES['node-b']
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='kubelet_lock_magic_*',
+                             blocklist_addresses=[holder['address'], whole]), monkeypatch, capsys, client)
+    assert sorted(a['entry'] for a in out['blocklisted']) == sorted([holder['address'], whole])
+    assert [b['id'] for b in out['broken']] == ['kubelet_lock_magic_node-b']
+    client = FakeRbd(locks={'rbd/img': kubelet_lock()})
+    out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='kubelet_lock_magic_*',
+                             blocklist_addresses=['%s:0/0' % NODES['node-a']], protect_addresses=[NODES['node-a']]),
+              monkeypatch, capsys, client)
+    assert out['failed'] and client.entries == {} and client.broken == [] and out['broken'] == []
+
+
 def test_lock_break_check_mode_and_protect(monkeypatch, capsys):
     client = FakeRbd(locks={'rbd/img': kubelet_lock()})
     out = run(rbd_lock, dict(pool='rbd', image='img', state='absent', lock_id='*'), monkeypatch, capsys, client,
