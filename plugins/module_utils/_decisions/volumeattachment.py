@@ -338,8 +338,28 @@ def cleanup_plan(attachments, pod_node):
             collisions.append(collision)
         if va.get('node') == pod_node:
             continue
-        (stale if va.get('stale') else kept).append(va)
+        unfenced = _down_node_rbd_client(va) if va.get('stale') else None
+        if unfenced:
+            kept.append(dict(va, kept_reason=unfenced, invariant='I6'))
+        else:
+            (stale if va.get('stale') else kept).append(va)
     return dict(stale=stale, kept=kept, collisions=collisions)
+
+
+def _down_node_rbd_client(va):
+    """Why a stale attachment of a ceph-csi RBD volume on a node that is down, not gone, is not removed here, or
+    None. Its node may still hold a client of the image that no `rbd status` shows (frozen, or cut off longer than
+    the OSD's watch timeout) and comes back writing: removing the attachment lets the volume attach elsewhere with
+    nothing fenced (I6). node_failover fences the node first, then removes it."""
+    reasons = set(va.get('stale_reasons') or ())
+    if not str(va.get('attacher') or '').endswith('rbd.csi.ceph.com') or NODE_MISSING in reasons:
+        return None
+    if not reasons & set([NODE_NOT_READY, NODE_OUT_OF_SERVICE]):
+        return None
+    return ('node %s is down, not gone: it may still hold a client of this RBD volume that shows in no rbd status '
+            '(frozen, or cut off), so removing the attachment alone would let a second writer in; '
+            'ansible-playbook volfence.csi.node_failover -e failed_node=%s fences the node first, then removes it'
+            % (va.get('node'), va.get('node')))
 
 
 # --------------------------------------------------------------------------- deleting

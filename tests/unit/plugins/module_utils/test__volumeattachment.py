@@ -12,6 +12,9 @@ import pytest
 
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.volumeattachment import (
     DELETE,
+    NODE_MISSING,
+    NODE_NOT_READY,
+    NODE_OUT_OF_SERVICE,
     REMOVE_FINALIZER,
     SKIP,
     WAIT,
@@ -338,6 +341,20 @@ def test_cleanup_plan_deletes_only_stale_attachments_to_other_nodes():
     assert [va['name'] for va in plan['stale']] == ['va-stale']
     assert [va['name'] for va in plan['kept']] == ['va-live']
     assert plan['collisions'] == []
+
+
+def test_I6_cleanup_plan_keeps_a_ceph_csi_attachment_of_a_node_that_is_down_not_gone():
+    """Issue 43: node-b may still hold a client of the image that no rbd status shows (frozen, cut off): removing
+    its attachment alone would let the volume attach elsewhere with nothing fenced; node_failover does it."""
+    def entry(name, reasons, attacher='rbd.csi.ceph.com'):
+        return dict(_entry(name, 'node-b', True), stale_reasons=reasons, attacher=attacher)
+    plan = cleanup_plan([entry('va-down', [NODE_NOT_READY]), entry('va-rook', [NODE_OUT_OF_SERVICE],
+                                                                   'rook-ceph.rbd.csi.ceph.com'),
+                         entry('va-gone', [NODE_MISSING]), entry('va-unity', [NODE_NOT_READY], 'csi-unity.dellemc.com'),
+                         entry('va-name', ['unexpected_name'])], 'node-a')
+    assert [va['name'] for va in plan['stale']] == ['va-gone', 'va-unity', 'va-name']
+    assert [va['name'] for va in plan['kept']] == ['va-down', 'va-rook']
+    assert all('node_failover -e failed_node=node-b' in va['kept_reason'] for va in plan['kept'])
 
 
 def test_cleanup_plan_reports_every_collision_even_on_the_pods_own_node():
