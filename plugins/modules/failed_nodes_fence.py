@@ -21,7 +21,7 @@ description:
     client still has the image open read-write, and comes back writing when it thaws. So the clients to fence are,
     for each image, its watchers (C(ip:port/nonce)); the address ceph-csi recorded for a failed node (the whole IP,
     C(ip:0/0), as ceph-csi fences it); the exclusive-lock owner (C(ip:port/nonce)) and the holder of another lock
-    (the whole IP: the in-tree plugin's C(rbd lock add) is not the client that writes); and, where none of these
+    (the whole IP, because the in-tree plugin's C(rbd lock add) is not the client that writes); and, where none of these
     is a failed node's but a failed node staged the image (O(volumes)), that node's own addresses, whole. A failed
     node under the out-of-service taint (Kubernetes released its volumes without a fence) has its own addresses
     fenced whole too. Each entry says where it came from (RV(plan.fenced)).
@@ -71,7 +71,7 @@ options:
     required: true
   volumes:
     description:
-      - The failed nodes' volumes (RV(volfence.csi.failed_nodes#module:volumes)): which images each failed node
+      - The failed nodes' volumes (RV(volfence.csi.failed_nodes#module:volumes)), for which images each failed node
         staged. Where no client of a failed node is visible on such an image, the node's own addresses are
         fenced, whole. Without it, an image nobody is seen to hold has nothing fenced for it, and
         C(node_failover) does not release it.

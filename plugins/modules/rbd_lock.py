@@ -109,7 +109,7 @@ options:
       - With O(state=absent) and O(blocklist_locker), also blocklist these IPs or C(ip:port/nonce) addresses (C(ip)
         or C(ip:0/0) cuts every client of the IP) before any lock is broken, for example the holder node's own
         addresses. The in-tree rbd plugin takes C(kubelet_lock_magic_<node>) with a short-lived C(rbd lock add),
-        so the locker is not the client that maps and writes the image: a frozen or partitioned mapping of that
+        so the locker is not the client that maps and writes the image; a frozen or partitioned mapping of that
         node no longer watches and is cut only by its node's address. The C(volfence.csi.lock_break_plan)
         filter returns them for each lock (C(fence)). Ceph daemons and O(protect_addresses) are refused.
     type: list

@@ -184,11 +184,11 @@ def waiting_verdicts(waiting, failed, *, before, after, fence, kept_by_image, ne
         if locked:
             # stale-rbd-lock: the pod cannot mount while the failed node's in-tree lock stands; not waited for
             pod_ns, _sep, pod_name = str(item.get('pod')).partition('/')
+            held = '; '.join('%s held by %s from %s (%s)' % (k.get('id'), k.get('locker'), k.get('address'),
+                                                             k.get('reason')) for k in locked)
             safe, how = False, ('stale-rbd-lock: %s; the pod cannot mount while it stands: ansible-playbook '
-                                'volfence.csi.rbd_lock_cleanup -e pod_namespace=%s -e pod_name=%s' % (
-                                    '; '.join('%s held by %s from %s (%s)' % (k.get('id'), k.get('locker'),
-                                                                             k.get('address'), k.get('reason'))
-                                              for k in locked), pod_ns, pod_name))
+                                'volfence.csi.rbd_lock_cleanup -e pod_namespace=%s -e pod_name=%s'
+                                % (held, pod_ns, pod_name))
         elif fence.get('refused'):
             safe, how = False, 'nothing was fenced: %s' % fence['refused']
         elif kept:
@@ -280,7 +280,7 @@ def _volume_safety(volume, *, fence_method, before, missing, after, fence, kept_
     kept = [k for k in kept_by_image.get(image) or [] if not k.get('other_node')]
     if kept:
         reasons = '; '.join('%s%s (%s)' % (k.get('address') or '', ' [%s]' % k['source'] if k.get('source') else '',
-                                            k['reason']) for k in kept)
+                                           k['reason']) for k in kept)
         return False, 'client(s) kept on %s: %s' % (image, reasons)
     watchers = [w.get('address') for w in (before[image].get('watchers') or []) if w.get('address') not in foreign]
     cut = list((fence.get('by_image') or {}).get(image) or [])

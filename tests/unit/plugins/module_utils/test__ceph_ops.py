@@ -409,8 +409,8 @@ class WatchedCluster(FakeCluster):
                 if metadata:
                     raw['metadata'] = dict(self.metadata.get(key) or {})
                 if locks:  # the image's lockers, as image_locks() answers (the lock_table a test sets)
-                    raw['locks'] = dict(getattr(self, 'lock_table', {}).get(key) or dict(exclusive=None, tag=None,
-                                                                                          lockers=[]))
+                    empty = dict(exclusive=None, tag=None, lockers=[])
+                    raw['locks'] = dict(getattr(self, 'lock_table', {}).get(key) or empty)
                 out.append((spec, raw, None))
         return out
 
