@@ -7,19 +7,10 @@ import os
 
 import pytest
 from kubeemu.wait import wait_until
-from volfence_lab import lab as labmod
+from labtools import lab_config
 from volfence_lab import scenarios
 
 NAMESPACE = "default"
-
-
-def node_config(lab):
-    """The lab's Config as lab.py sees it, for the scenario helpers."""
-    env = dict(os.environ, LAB_DIR=lab.dir, LAB_PREFIX=lab.env["LAB_PREFIX"], LAB_SLOT=lab.env["LAB_SLOT"],
-               LAB_NODES=lab.env["LAB_NODES"])
-    cfg = labmod.Config(env)
-    cfg.version = lab.env.get("LAB_CEPH_VERSION")
-    return cfg
 
 
 def ready_condition(kube, node):
@@ -49,7 +40,7 @@ def test_thirty_pods_of_one_node_come_up_in_parallel(many, kube):
     node = "node-c"
     before = ready_condition(kube, node)
     assert before["status"] == "True"
-    _ident, selector, built, running = scenarios.place_volumes(node_config(lab), [node], 30)
+    _ident, selector, built, running = scenarios.place_volumes(lab_config(lab), [node], 30)
     assert len(running) == 30
     pods = [p for p in kube.list("pods", NAMESPACE, label_selector=selector)
             if not p["metadata"].get("deletionTimestamp")]
@@ -69,7 +60,7 @@ def test_a_shared_image_is_unstaged_with_its_last_pod(many, kube):
     the second unstages it."""
     lab = many
     node = "node-c"
-    _ident, selector, built, running = scenarios.place_volumes(node_config(lab), [node], 1)
+    _ident, selector, built, running = scenarios.place_volumes(lab_config(lab), [node], 1)
     image, claim = built[0]["image"], built[0]["pvc"]
     second = "%s-second" % built[0]["deployment"]
     scenarios.deployment(kube, second, claim, node, labels={scenarios.SCENARIO_LABEL: selector.split("=")[1]})

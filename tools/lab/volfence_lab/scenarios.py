@@ -284,13 +284,18 @@ def wait_stuck(kube, app, fragment, what, timeout, away_from=None):
     return wait(what, stuck, timeout=timeout)
 
 
+def claim_and_app(kube, app):
+    """Seed 000's claim pvc-test and Deployment `app`, or, when a test left one, a new pair with a suffix."""
+    if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None:
+        return "pvc-test", app
+    suffix = uuid.uuid4().hex[:5]
+    return "pvc-test-" + suffix, app + "-" + suffix
+
+
 def stale_rbd_watcher(cfg, failed="node-b", app="nginx", before_kill=None):
     kube = labmod.kube_client(cfg)
     base_objects(kube)
-    claim = "pvc-test" if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None \
-        else "pvc-test-" + uuid.uuid4().hex[:5]
-    if claim != "pvc-test":
-        app = app + "-" + claim[-5:]
+    claim, app = claim_and_app(kube, app)
     pv_name, image = rbd_volume(cfg, kube, claim)
     wait_schedulable(kube, failed)
     deployment(kube, app, claim, failed)
@@ -371,10 +376,7 @@ def frozen_rbd_watcher(cfg, failed="node-b", app="nginx", how="pause", image_fea
         raise labmod.LabError("how must be one of %s, got %r" % (", ".join(sorted(FREEZE)), how))
     kube = labmod.kube_client(cfg)
     base_objects(kube)
-    claim = "pvc-test" if kube.find("persistentvolumeclaims", "pvc-test", NAMESPACE) is None \
-        else "pvc-test-" + uuid.uuid4().hex[:5]
-    if claim != "pvc-test":
-        app = app + "-" + claim[-5:]
+    claim, app = claim_and_app(kube, app)
     pv_name, image = rbd_volume(cfg, kube, claim, image_features=image_features, rados_namespace=rados_namespace)
     wait_schedulable(kube, failed)
     deployment(kube, app, claim, failed)
