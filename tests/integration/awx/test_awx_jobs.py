@@ -196,9 +196,11 @@ def test_rbd_lock_cleanup_as_an_awx_job_and_relaunch(clean_lab, kube, incident, 
     assert job.changed()
     report = assert_report_travels(job, "volfence_rbd_lock_cleanup_report", "Lock cleanup | print the report")
     assert [lock["id"] for lock in report["stale_locks"]] == ["kubelet_lock_magic_node-b"]
-    assert [b["entry"] for b in report["blocklisted"]] == [state["locker_address"]]
+    # the locker, and node-b's address whole: the in-tree lock's locker is not the client that writes (issue 43)
+    whole = lab.nodes["node-b"] + ":0/0"
+    assert sorted(b["entry"] for b in report["blocklisted"]) == sorted([state["locker_address"], whole])
     assert report["pod_restarted"] is True
-    assert state["locker_address"] in blocklist_entries(lab)
+    assert state["locker_address"] in blocklist_entries(lab) and whole in blocklist_entries(lab)
     running = wait_until(lambda: [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
                                   if p["status"].get("phase") == "Running"], timeout=30)
     assert len(running) == 1 and running[0]["metadata"]["name"] != state["stuck_pod"]

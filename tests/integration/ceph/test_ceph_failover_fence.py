@@ -66,8 +66,9 @@ def pod_network_client(clean_lab):
 def test_a_client_recorded_on_one_image_is_fenced_and_reported_fenced_on_every_image_it_watches(
         clean_lab, lab_inventory, backend, pod_network_client):
     """ceph-csi recorded node-b's client on one image; the same client (one ip:port/nonce) watches a
-    second image. One blocklist entry cuts it on both, and the plan says so for both, so node_failover
-    releases both volumes (I6) instead of keeping the second for a client it did fence."""
+    second image. One blocklist entry, the recorded IP whole as ceph-csi fences it (issue 43), cuts it on both,
+    and the plan says so for both, so node_failover releases both volumes (I6) instead of keeping the second for a
+    client it did fence."""
     lab, img = clean_lab, pod_network_client
     host, name = backend
     pod_ip = "198.51.100.2"  # node-b's Node lists another address: the client is on the pod network
@@ -79,12 +80,15 @@ def test_a_client_recorded_on_one_image_is_fenced_and_reported_fenced_on_every_i
     fenced = run_module(lab_inventory, host, MODULE, args)
     assert fenced.get("failed") is not True, fenced
     plan = fenced["plan"]
-    assert plan["fence"] == [img["address"]] and plan["kept"] == [], plan
-    assert plan["by_image"] == {img["recorded"]: [img["address"]], img["unrecorded"]: [img["address"]]}
-    assert plan["by_node"] == {"node-b": [img["address"]]}
+    whole = lab.nodes["node-b"] + ":0/0"
+    assert img["address"].startswith(lab.nodes["node-b"] + ":")
+    assert plan["fence"] == [whole] and plan["kept"] == [], plan
+    assert plan["by_image"] == {img["recorded"]: [whole], img["unrecorded"]: [whole]}
+    assert plan["by_node"] == {"node-b": [whole]}
+    assert "ceph-csi record" in plan["fenced"][0]["sources"] and "watcher" in plan["fenced"][0]["sources"]
     recorded = [c for r in fenced["images"] if r["spec"] == img["recorded"] for c in r["csi_client_addresses"]]
     assert [(c["node"], c["ip"]) for c in recorded] == [("node-b", lab.nodes["node-b"])]
-    assert blocklist(lab) == [img["address"]] and fenced["still_watched"] == []
+    assert blocklist(lab) == [whole] and fenced["still_watched"] == []
     assert watching(lab, img["recorded"]) == [] and watching(lab, img["unrecorded"]) == []
 
 

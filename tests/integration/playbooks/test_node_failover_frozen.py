@@ -164,3 +164,44 @@ def test_node_recover_after_the_reboot_leaves_no_entry_covering_the_nodes_new_cl
     image = lab.new_image("after-reboot")
     lab.hold("node-b", image)
     assert [w["address"].split(":")[0] for w in lab.watchers(image)] == [state["failed_node_ip"]]
+
+
+def test_rbd_lock_cleanup_fences_the_frozen_mapping_of_the_locks_node_not_only_its_locker(
+        kubernetes_never_releases, incident, kube, lab, lab_inventory, tmp_path):
+    """The in-tree plugin takes kubelet_lock_magic_<node> with a short-lived `rbd lock add` and maps the image with
+    another client: the locker is long gone, the mapping writes. node-b freezes until the mapping's watch expired;
+    rbd_lock_cleanup breaks the stale lock for the pod stuck on node-a. Fencing the locker alone (before issue 43)
+    left the mapping to write again once node-b thawed; its node's address, whole, cuts it."""
+    cfg = lab_config(lab)
+    state = incident("stale-rbd-lock")
+    image = state["image"]
+    lab.release("node-b", image)  # the `rbd lock add` client exits: its lock stays
+    assert [lock["id"] for lock in lab.locks(image)] == [state["lock_id"]]
+    assert wait_until(lambda: lab.watchers(image) == [], timeout=120)  # its watch times out
+    lab.lab("hold", "node-b", image, "--writes")  # the mapping that writes, another client of node-b
+    mapping = [w["address"] for w in lab.watchers(image)]
+    assert len(mapping) == 1 and mapping[0] != state["locker_address"], (mapping, state["locker_address"])
+    lab.lab("pause-node", "node-b")
+    frozen_at = time.time()
+    assert wait_until(lambda: lab.watchers(image) == [], timeout=120)  # the watch expired: rbd status is empty
+    assert wait_until(lambda: [c for c in kube.get("nodes", "node-b")["status"]["conditions"]
+                               if c["type"] == "Ready"][0]["status"] != "True", timeout=60)
+    run = run_playbook(lab_inventory, os.path.join(REPO, "playbooks", "rbd_lock_cleanup.yml"), {
+        "pod_namespace": "default", "pod_name": state["stuck_pod"], "wait_timeout": 120, "lease_grace_seconds": 3,
+        "report_path": str(tmp_path / "r.json")})
+    assert run.rc == 0, run.stdout[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    whole = lab.nodes["node-b"] + ":0/0"
+    assert sorted(b["entry"] for b in report["blocklisted"]) == sorted([state["locker_address"], whole])
+    assert report["pod_restarted"] is True
+
+    lab.lab("resume-node", "node-b")
+    thawed = time.time()
+
+    def refused():
+        record = labmod.holder_writes(cfg, "node-b", image, kind="watch")
+        return record if record and (record.get("last_error") or {}).get("time", 0) > thawed else None
+    assert wait_until(refused, timeout=120), labmod.holder_writes(cfg, "node-b", image, kind="watch")
+    record = labmod.holder_writes(cfg, "node-b", image, kind="watch")
+    assert (record.get("last_ok") or {}).get("time", 0) < frozen_at + 1, record
+    assert mapping[0] not in [w["address"] for w in lab.watchers(image)]
