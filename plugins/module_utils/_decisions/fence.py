@@ -192,15 +192,13 @@ def _lock_nodes(image, view, failed):
 
 
 def _fence_node(view, node, failed, *, source, spec, rules, choose, here, kept):
-    """Fence a failed node's own addresses, whole (I1 as for any client); an address it may not fence is kept,
-    and, when the node has none it may fence, the image is kept for that reason."""
+    """Fence a failed node's own addresses, whole (I1 as for any client). Each address it may not fence, or the
+    node listing none, is kept for the image (`kept`), so the image is not released on what was fenced."""
     addresses = (view.nodes.get(node) or {}).get('addresses') or []
-    fenced_one = False
     for ip in addresses:
         reason = _fence_refusal(view, ip, failed, recorded={}, **rules)
         if reason is None:
             here.append(choose(whole_ip_entry(ip), node, source, spec))
-            fenced_one = True
         elif spec is not None:
             kept.append(dict(address=str(ip), image=spec, source=source, invariant='I1', reason=(
                 '%s may still hold it (%s), but its address cannot be fenced: %s' % (node, source, reason))))
@@ -208,7 +206,6 @@ def _fence_node(view, node, failed, *, source, spec, rules, choose, here, kept):
         kept.append(dict(address=None, image=spec, source=source, invariant='I1', reason=(
             '%s may still hold it (%s: a frozen or partitioned client drops out of rbd status), and it lists no '
             'address to fence' % (node, source))))
-    return fenced_one
 
 
 def _minimal(chosen, failed):
