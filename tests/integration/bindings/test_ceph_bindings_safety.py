@@ -95,8 +95,10 @@ def test_I7_I8_monitor_dying_mid_fence_keeps_the_lists_and_is_bounded(clean_lab,
         assert len(done) == 5 and len(result["failed_actions"]) == 1
         assert "could not read the blocklist back" in result["blocklist_error"]
         assert "5 blocklist change(s) made, 1 failed" in info.value.msg
-        # I8: the add and the read-back each gave up after about `timeout` seconds
-        assert elapsed < 4 * TIMEOUT + 10, elapsed
+        # I8: the add and the read-back each gave up after `timeout` seconds (the CLI: plus its grace
+        # before the kill); the defect never ends (the monitor stays paused). Twice the fix's worst case:
+        worst = 2 * (TIMEOUT + getattr(client, "grace", 0))
+        assert elapsed < 2 * worst + 10, (elapsed, worst)
         # What it reports as done is really on the cluster (the timed-out add may or may not have
         # landed once the monitor resumed: its outcome is unknown, and it is reported as failed).
         deadline = time.time() + 30

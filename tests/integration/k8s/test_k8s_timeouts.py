@@ -34,7 +34,6 @@ def test_a_server_that_never_answers_fails_within_request_timeout_i8(silent, mod
     """I8: connect and API discovery against a hung server end after request_timeout, with a clear message.
     Before, the module still hung at 40 s whatever request_timeout said."""
     server, runner = silent
-    started = time.time()
     proc = runner.start(module, dict(args, request_timeout=3, api_retries=0))
     try:
         result = runner.finish(proc, timeout=90)   # generous: what this test catches is a hang
@@ -42,11 +41,14 @@ def test_a_server_that_never_answers_fails_within_request_timeout_i8(silent, mod
         proc.kill()
         proc.communicate()
         pytest.fail("%s still runs after 90 s against a server that never answers (request_timeout=3)" % module)
-    elapsed = time.time() - started
+    ended = time.monotonic()
     assert server.accepted, "the module never reached the server"
     assert result["_rc"] != 0 and result["failed"], result
     assert "The Kubernetes API at http://127.0.0.1:%d is not reachable" % server.port in result["msg"], result["msg"]
     assert "timed out after request_timeout=3s" in result["msg"] and "nothing was done" in result["msg"]
     assert not result.get("changed")
-    # ansible itself needs a few seconds to start; the bound is request_timeout plus that, not a hang
-    assert elapsed < 45, elapsed
+    # Measured from the first connection, so Ansible's start-up (long on a loaded machine) is left out:
+    # the fix gives up about request_timeout (3 s) after it, the defect held on for about 40 s; the
+    # bound sits halfway.
+    waited = ended - server.first_accepted_at
+    assert waited < 20, "%.1f s after the first connection" % waited

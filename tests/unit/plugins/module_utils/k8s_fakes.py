@@ -14,6 +14,7 @@ import datetime
 import json
 import socket
 import threading
+import time
 import uuid
 
 try:
@@ -478,6 +479,9 @@ class SilentServer(object):
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.accepted = []
+        # when the first connection came (time.monotonic()): a bound measured from here leaves out
+        # Ansible's start-up, which a loaded machine stretches
+        self.first_accepted_at = None
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -489,6 +493,8 @@ class SilentServer(object):
                 conn, _addr = self.sock.accept()
             except OSError:
                 continue
+            if self.first_accepted_at is None:
+                self.first_accepted_at = time.monotonic()
             self.accepted.append(conn)   # kept open, never read from nor written to
 
     def write_kubeconfig(self, path):
