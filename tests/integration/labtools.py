@@ -372,7 +372,7 @@ def declare_shut_down(kube, node):
             if exc.status != 409:
                 raise
             return False
-    assert wait_until(add, timeout=10)
+    assert wait_until(add, timeout=60)
 
 
 def kubectl(lab, *args):

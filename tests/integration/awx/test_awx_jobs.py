@@ -132,7 +132,7 @@ def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(stale_rbd_watcher,
 
     # The node is power-cycled and back (old clients gone, kubelet Ready): node_recover.
     lab.lab("revive-node", "node-b")
-    assert wait_until(lambda: node_ready(kube, "node-b"), timeout=15)
+    assert wait_until(lambda: node_ready(kube, "node-b"), timeout=60)
     answers = survey_answers("node_recover", node="node-b")
     # (in the same workflow: the artifacts of both jobs before it come as extra variables too)
     extravars = dict(diagnose.artifacts, **dict(failover.artifacts, **dict(FAST, **answers)))

@@ -88,7 +88,7 @@ def test_a_lost_node_is_failed_over_with_no_human_step(revived, lab_inventory, t
         with Rulebook("failover_on_node_loss", lab_inventory, variables, tmp_path) as rulebook:
             killed = time.time()
             labmod.kill_node(cfg, "node-b")
-            assert wait_until(lambda: not ready(kube, "node-b"), 15)
+            assert wait_until(lambda: not ready(kube, "node-b"), 60)
             # Kubernetes does nothing (clocks `never`): node-b's pod is not evicted, and nothing replaces it
             left = kube.get("pods", old["metadata"]["name"], "default")
             assert left["spec"]["nodeName"] == "node-b" and not left["metadata"].get("deletionTimestamp")

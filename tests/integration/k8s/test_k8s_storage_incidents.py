@@ -110,7 +110,7 @@ def test_a_lost_node_is_told_once_and_the_failover_budget_holds(kube, target, bu
         assert any("Lease not renewed" in line for line in lost_first["evidence"])
         # a change to the node that does not end the incident tells nothing new
         kube.patch("/api/v1/nodes/" + first, {"metadata": {"labels": {"touched": "yes"}}})
-        assert wait_until(lambda: kube.get("/api/v1/nodes/" + first)["metadata"]["labels"].get("touched"), 10)
+        assert wait_until(lambda: kube.get("/api/v1/nodes/" + first)["metadata"]["labels"].get("touched"), 60)
         run.wait("node-lost", second)
         assert len(run.incidents("node-lost", first)) == 1
 

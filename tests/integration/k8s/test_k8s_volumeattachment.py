@@ -180,9 +180,9 @@ def test_timeout_on_finalizer_removal_is_recognised(ansible, kube, emu, world):
     result = ansible.run("volumeattachment", {"name": world["va0"], "force": True, "force_grace": 0,
                                               "request_timeout": 1, "wait_timeout": 30})
     assert result["_rc"] == 0 and result["changed"], result
-    assert wait_until(lambda: kube.get(VAS + "/" + world["va0"]) is None, 10)
+    assert wait_until(lambda: kube.get(VAS + "/" + world["va0"]) is None, 60)
     # the delayed PATCH has landed (or found the attachment gone) before the test cleans up
-    assert wait_until(lambda: [r for r in emu.module_writes(seq) if r["method"] == "PATCH" and r.get("fault")], 10)
+    assert wait_until(lambda: [r for r in emu.module_writes(seq) if r["method"] == "PATCH" and r.get("fault")], 60)
 
 
 def test_persistent_server_errors_fail_clearly_and_change_nothing(ansible, kube, emu, world):

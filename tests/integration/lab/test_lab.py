@@ -47,7 +47,7 @@ def test_blocklisting_node_b_removes_only_its_watcher(clean_lab):
     held_c = lab.hold("node-c", image_c)
     added = lab.cli("ceph", "osd", "blocklist", "add", lab.nodes["node-b"])
     assert "blocklisting %s:0/0" % lab.nodes["node-b"] in added.stdout + added.stderr
-    assert wait_until(lambda: lab.watchers(image_b) == [], timeout=10), lab.watchers(image_b)
+    assert wait_until(lambda: lab.watchers(image_b) == [], timeout=60), lab.watchers(image_b)
     assert [w["address"] for w in lab.watchers(image_c)] == [held_c["address"]]
     assert held_b["address"] != held_c["address"]
 

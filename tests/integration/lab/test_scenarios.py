@@ -121,7 +121,7 @@ def test_stale_rbd_lock_lock_from_other_node_blocks_until_broken(scenario, kube,
     # The manual fix of the seed: fence the locker, then remove its lock.
     lab.ceph("osd", "blocklist", "add", state["locker_address"])
     lab.rbd("lock", "rm", state["image"], state["lock_id"], state["locker"])
-    assert wait_until(lambda: pod(kube, state["stuck_pod"])["status"]["phase"] == "Running", timeout=10)
+    assert wait_until(lambda: pod(kube, state["stuck_pod"])["status"]["phase"] == "Running", timeout=60)
     locks = json.loads(lab.rbd("lock", "ls", state["image"], "--format", "json"))
     assert [l["id"] for l in locks] == ["kubelet_lock_magic_%s" % state["stuck_node"]]
 
@@ -150,13 +150,13 @@ def test_kill_and_revive_node(scenario, kube, lab):
     lab.lab("revive-node", "node-c")
     assert wait_until(lambda: [c for c in kube.get("nodes", "node-c")["status"]["conditions"]
                                if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
-    assert wait_until(lambda: lab.watchers(image) == [], timeout=10), "old clients are gone after a reboot"
+    assert wait_until(lambda: lab.watchers(image) == [], timeout=60), "old clients are gone after a reboot"
 
 
 def test_csi_addons_stand_in_fences_and_unfences(clean_lab, kube):
     lab = clean_lab
     cidr = lab.nodes["node-c"] + "/32"
-    nodes = wait_until(lambda: kube.list("csiaddonsnodes", "ceph-csi"), timeout=10)
+    nodes = wait_until(lambda: kube.list("csiaddonsnodes", "ceph-csi"), timeout=60)
     assert {n["spec"]["driver"]["nodeID"] for n in nodes} == set(lab.nodes)
     assert {n["status"]["state"] for n in nodes} == {"Connected"}
     kube.create("networkfences", {
@@ -176,7 +176,7 @@ def test_csi_addons_stand_in_fences_and_unfences(clean_lab, kube):
         assert lab.nodes["node-c"] + ":0/0" not in blocklist_entries(lab)
     finally:
         kube.delete("networkfences", "lab-fence-node-c")
-    assert wait_until(lambda: kube.find("networkfences", "lab-fence-node-c") is None, timeout=10)
+    assert wait_until(lambda: kube.find("networkfences", "lab-fence-node-c") is None, timeout=60)
 
 
 def test_dead_fuse_mount_dead_fuse_mount_blocks_teardown_until_unmounted(scenario, kube, lab):
@@ -191,7 +191,7 @@ def test_dead_fuse_mount_dead_fuse_mount_blocks_teardown_until_unmounted(scenari
                                if e["message"].startswith("UnmountVolume.TearDown failed")], timeout=10)
     assert pod(kube, state["pod"]) is not None
     subprocess.run(["umount", "-l", state["mount"]], check=True)  # the manual fix of the seed
-    assert wait_until(lambda: pod(kube, state["pod"]) is None, timeout=10)
+    assert wait_until(lambda: pod(kube, state["pod"]) is None, timeout=60)
     fresh = wait_until(lambda: [p for p in kube.list("pods", "default", label_selector="app=" + state["deployment"])
                                 if p["status"].get("phase") == "Running"
                                 and p["status"]["containerStatuses"][0]["state"].get("running")], timeout=15)

@@ -116,7 +116,7 @@ def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inv
     by_node = dict((n, json.loads(report["markers"][n])["blocklist"]) for n in failed)
     recover = {"nodes": failed, "report_path": str(tmp_path / "recover.json")}
     lab.lab("revive-node", failed[0])
-    assert wait_until(lambda: ready(kube, failed[0]), 15)
+    assert wait_until(lambda: ready(kube, failed[0]), 60)
     half = run_playbook(lab_inventory, RECOVER, recover)
     assert half.rc != 0 and "refusing to unfence node-c: node-c: node node-c is not Ready" in half.stdout
     half_report = json.loads((tmp_path / "recover.json").read_text())
@@ -129,7 +129,7 @@ def test_a_rack_fails_over_in_one_run(volumes_scenario, clean_lab, kube, lab_inv
     assert "volfence.csi/failover" not in (kube.find("nodes", "node-b")["metadata"].get("annotations") or {})
     assert "volfence.csi/failover" in kube.find("nodes", "node-c")["metadata"]["annotations"]
     lab.lab("revive-node", failed[1])
-    assert wait_until(lambda: ready(kube, failed[1]), 15)
+    assert wait_until(lambda: ready(kube, failed[1]), 60)
     run = run_playbook(lab_inventory, RECOVER, recover)
     assert run.rc == 0, run.stdout[-3000:]
     recovered = json.loads((tmp_path / "recover.json").read_text())

@@ -212,7 +212,7 @@ def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(cle
 
     assert_not_evicted(kube, state)
     add_taint(snr)  # which node-b's pod does not tolerate: Kubernetes' taint eviction makes it Terminating at once
-    assert wait_until(lambda: kube.get("pods", state["old_pod"], "default")["metadata"].get("deletionTimestamp"), 15)
+    assert wait_until(lambda: kube.get("pods", state["old_pod"], "default")["metadata"].get("deletionTimestamp"), 60)
     failover = tmp_path / "failover.json"
     # the failover adds no taint here (a person declares node-b shut down afterwards)
     run = run_playbook(lab_inventory, FAILOVER, {"failed_node": "node-b", "lease_grace_seconds": 3,

@@ -601,7 +601,10 @@ def release(cfg, node=None, image=None):
             stopped += 1
         except (ValueError, OSError):
             pass
-        os.unlink(path)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass   # released meanwhile by the node's kubelet (it unstages beside this cleanup)
     return stopped
 
 
