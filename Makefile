@@ -7,12 +7,13 @@ PY := $(VENV)/bin/python
 LAB := $(PY) -m volfence_lab
 NODE ?= node-b
 
-.PHONY: help setup demo test check sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release \
-	lab-kill-node lab-revive-node lab-scenario bench release-check docs clean
+.PHONY: help setup setup-test setup-demo demo test check sanity units integration lab-up lab-down lab-status lab-exec lab-hold lab-release \
+	lab-kill-node lab-revive-node lab-scenario bench release-check docs clean newcomer
 
 help:
 	@echo "make demo        set up this machine, start the lab, run the main job on it, clean up"
 	@echo "make test        set up and run every test (sanity, unit, integration on the lab)"
+	@echo "make setup-demo | setup-test   set up only what the demo runs | everything the tests need"
 	@echo "make check [BASE=HEAD~3]  the fast loop: sanity and the tests of what the change touches"
 	@echo "make lab-up | lab-down | lab-status"
 	@echo "make lab-exec NODE=node-b CMD='rbd status rbd/img'"
@@ -24,13 +25,20 @@ help:
 	@echo "make bench       every benchmark, then one table: figure, baseline, goal, met (.cache/bench/)"
 	@echo "make release-check  changelog, ansible-lint, galaxy build+install, galaxy-importer, ansible-builder"
 	@echo "make docs        render module docs into docs/modules"
+	@echo "make newcomer    time make demo and make test as a newcomer meets them (fresh clone and HOME)"
 
-setup:
+# setup: everything make test needs (setup-test is the same); setup-demo: only what make demo runs.
+setup setup-test:
 	@scripts/setup.sh
 	@mkdir -p .cache/collections/ansible_collections/volfence
 	@ln -sfn ../../../.. .cache/collections/ansible_collections/volfence/csi
 
-demo: setup
+setup-demo:
+	@scripts/setup.sh --demo
+	@mkdir -p .cache/collections/ansible_collections/volfence
+	@ln -sfn ../../../.. .cache/collections/ansible_collections/volfence/csi
+
+demo: setup-demo
 	@scripts/demo.sh
 
 test: setup
@@ -95,3 +103,8 @@ lab-release:
 
 clean: lab-down
 	rm -rf .cache tests/output
+
+# The README's two commands in a fresh clone with a fresh HOME (caches, pip, ansible-test, Ceph roots),
+# timed by phase and lane (scripts/newcomer.sh; DEMO_ONLY=1: make demo only).
+newcomer:
+	@scripts/newcomer.sh $(if $(DEMO_ONLY),--demo-only)

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -48,7 +49,9 @@ sys.path[:0] = [os.path.join(REPO, "tools", "lab"), os.path.join(REPO, "tools", 
 from volfence_lab.lab import read_env  # noqa: E402
 
 VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
-RESULTS = os.path.join(REPO, ".cache", "results")
+# TEST_RESULTS_DIR: another folder for the logs and junit files (a test of this script runs it beside a
+# real run, whose results it must not touch)
+RESULTS = os.environ.get("TEST_RESULTS_DIR") or os.path.join(REPO, ".cache", "results")
 LAB = [VENV_PY, "-m", "volfence_lab"]  # the lab (tools/lab), installed in .venv by make setup
 # TEST_LAB_PREFIX overrides the prefix of the labs of a test run (at most 3 characters: the stages
 # add a suffix).
@@ -116,6 +119,19 @@ def say(text):
         sys.stdout.flush()
 
 
+class Stopping(Exception):
+    """The run was asked to stop (SIGTERM, SIGINT, or the parent gone): no new command starts."""
+
+
+# What a stop must end: each command's process group (every command runs in a session of its own, so
+# that one killpg ends it and all it started), and each lab a stage brought up (its daemons and network
+# namespaces are not in any command's group: `lab down` ends them).
+STOP = threading.Event()
+RUNNING = {}      # pid of a running command -> its stage
+LABS_UP = {}      # lab prefix -> TestLab, from the start of its `lab up` to the end of its `lab down`
+RUN_LOCK = threading.Lock()
+
+
 def run_logged(stage, cmd, env=None):
     """Run cmd with its output in the stage's log; return (rc, output)."""
     log_path = os.path.join(RESULTS, stage + ".log")
@@ -125,10 +141,19 @@ def run_logged(stage, cmd, env=None):
         log.flush()
         start = log.tell()
         # Straight into the log, so that `tail -f` follows a running stage.
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with RUN_LOCK:
+            if STOP.is_set():
+                raise Stopping()
+            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            RUNNING[proc.pid] = stage
         # wait4: the CPU seconds of the command and of every process it waited for (the lab's
         # daemons are not among them: they outlive `lab up`)
-        _pid, status, usage = os.wait4(proc.pid, 0)
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            with RUN_LOCK:
+                RUNNING.pop(proc.pid, None)
         proc.returncode = rc = os.waitstatus_to_exitcode(status)
     with PRINT_LOCK:
         STAGE_CPU[stage] = STAGE_CPU.get(stage, 0.0) + usage.ru_utime + usage.ru_stime
@@ -253,11 +278,25 @@ class TestLab(object):
             self.env.pop(key, None)
 
     def up(self, stage):
+        with RUN_LOCK:
+            LABS_UP[self.prefix] = self
         rc, _ = run_logged(stage, LAB + ["up"], env=self.env)
         return rc == 0
 
     def down(self, stage):
+        if STOP.is_set():
+            return   # stop_everything() takes every lab down
         run_logged(stage, LAB + ["down"], env=self.env)
+        with RUN_LOCK:
+            LABS_UP.pop(self.prefix, None)
+
+    def down_now(self):
+        """`lab down` outside any stage (a stop): quiet, bounded."""
+        try:
+            subprocess.run(LAB + ["down"], cwd=REPO, env=self.env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120)
+        except subprocess.TimeoutExpired:
+            say("lab %s: `lab down` did not end within 120 s" % self.prefix)
 
     def test_env(self):
         env = dict(self.env)
@@ -404,6 +443,65 @@ _shards = iter(INTEGRATION_STAGES)
 LANES = [stages + ([next(_shards)] if shard else []) for stages, shard in LANE_PLAN]
 
 
+def process_groups_alive(pgids):
+    alive = []
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, 0)
+            alive.append(pgid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return alive
+
+
+def stop_everything(reason):
+    """End every command this run started (its whole process group: SIGTERM, then SIGKILL after 5 s),
+    then take down every lab a stage brought up, all side by side; say what was stopped."""
+    with RUN_LOCK:
+        STOP.set()
+        groups = dict(RUNNING)
+        labs = list(LABS_UP.values())
+    say("\n%s: stopping %d command(s) (%s) and %d lab(s) (%s)" % (
+        reason, len(groups), ", ".join(sorted(set(groups.values()))) or "none", len(labs),
+        ", ".join(sorted(lab.prefix for lab in labs)) or "none"))
+    started = time.time()
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + 5
+    while process_groups_alive(groups) and time.time() < deadline:
+        time.sleep(0.1)
+    for pgid in process_groups_alive(groups):
+        os.killpg(pgid, signal.SIGKILL)
+    downs = [threading.Thread(target=lab.down_now) for lab in labs]
+    for thread in downs:
+        thread.start()
+    for thread in downs:
+        thread.join()
+    say("stopped in %.1f s: %d command group(s) ended, %d lab(s) down" % (time.time() - started, len(groups),
+                                                                         len(labs)))
+
+
+def watch_for_stop():
+    """SIGTERM and SIGINT stop the run (the main thread handles them), and so does the end of the parent
+    (make, killed on its own: PR_SET_PDEATHSIG sends this process SIGTERM then)."""
+    received = []
+
+    def handler(signum, _frame):
+        received.append(signum)
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    return received
+
+
 def main(argv):
     check_shards()
     if argv[:1] in (["-h"], ["--help"]):
@@ -435,19 +533,36 @@ def main(argv):
 
     def run_lane(lane):
         for name in lane:
+            if STOP.is_set():
+                return
             stage_start = time.time()
             say("[%s] started (log: %s)" % (name, os.path.relpath(os.path.join(RESULTS, name + ".log"), REPO)))
-            runs = STAGES[name](name)
+            try:
+                runs = STAGES[name](name)
+            except Stopping:
+                return
             outcome[name] = (runs, time.time() - stage_start)
             for rc, output in runs:
                 if rc != 0:
                     say("[%s] FAILED:\n%s" % (name, failure_lines(output)))
 
-    threads = [threading.Thread(target=run_lane, args=(lane,)) for lane in lanes]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    received = watch_for_stop()
+    threads = [threading.Thread(target=run_lane, args=(lane,), daemon=True) for lane in lanes]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        name = signal.Signals(received[0]).name if received else "SIGINT"
+        stop_everything("make test: %s received" % name)
+        return 128 + (received[0] if received else signal.SIGINT)
+    # every lane ended: nothing left to stop, the summary follows
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     # each stage's wall time, for scripts/test_timings.py --save (the lanes are balanced on them)
     with open(os.path.join(RESULTS, "stages.json"), "w") as handle:

@@ -2,8 +2,10 @@
 # Idempotent, non-interactive setup of a development / CI machine for volfence.csi
 # (Debian bookworm, root, pyenv Pythons under ~/.pyenv/versions).
 #
-# Usage: scripts/setup.sh [--skip-apt] [--pip-bootstrap]
-#   (no option)      everything below, in this order
+# Usage: scripts/setup.sh [--demo] [--skip-apt] [--pip-bootstrap]
+#   (no option)      everything below (what `make test` needs)
+#   --demo           only what `make demo` runs: steps 1, 2 (requirements-demo.txt) and 2b (the default
+#                    release's root); `make test` later adds the rest
 #   --skip-apt       do not check/install Debian packages (also: VOLFENCE_SKIP_APT=1)
 #   --pip-bootstrap  only install the offline get-pip stand-in for ansible-test
 #                    (what scripts/ansible_test.sh calls before every run)
@@ -14,13 +16,15 @@
 #      when `dpkg -s` says one is missing; `apt-get update` runs first in that case only.
 #   2. Project virtualenv .venv with Python >= 3.12 (pyenv 3.12.1 preferred;
 #      VOLFENCE_PYTHON=/path/to/python overrides), recreated only if missing/broken.
-#      `pip install -r requirements-test.txt` runs only when the requirement files
-#      (or the interpreter) changed: a sha256 stamp is kept in .venv/.volfence-requirements.sha256.
+#      `pip install -r requirements-test.txt` (--demo: requirements-demo.txt, its part the demo runs) runs
+#      only when the requirement files (or the interpreter) changed: a sha256 stamp per level is kept in
+#      .venv/.volfence-requirements[-demo].sha256; a current test level satisfies the demo level.
 #      The project's development tools (tools/*: the Kubernetes API emulator, the lab) are installed
 #      editable into it (pip install -e, no download), so tests, benchmarks and the lab import them.
 #   2b. The Debian roots of the newer Ceph releases the lab runs (Tentacle 20.2 from forky,
 #      Reef 18.2 from trixie; tools/lab/volfence_lab/ceph_releases.py), built with mmdebstrap once into
-#      ~/.cache/volfence/ceph-roots (VOLFENCE_CEPH_ROOTS) and rebuilt only when incomplete.
+#      ~/.cache/volfence/ceph-roots (VOLFENCE_CEPH_ROOTS) and rebuilt only when incomplete. They build
+#      while step 2 installs (mmdebstrap and pip each wait on the network and the disk more than on a core).
 #   3. ansible-test's pip bootstrap: ansible-test downloads get-pip.py from a host
 #      that is unreachable here, unless ~/.ansible/test/cache/get_pip_<ver>.py exists.
 #      scripts/get_pip_offline.py is copied there under every pip version pinned by
@@ -28,6 +32,7 @@
 #   4. One virtualenv per older ansible-core release the collection claims (tests/ansible-core-versions.txt),
 #      .venv-core-<release>, for ansible-test sanity on it; rebuilt only when requirements.txt changes.
 #   5. .venv-importer: Galaxy's importer (galaxy-importer) for the release checks.
+#      Steps 4 and 5 build their virtualenvs side by side, each with a log of its own.
 #
 # Quiet on success; on failure prints what failed (and the tail of the tool's log).
 set -euo pipefail
@@ -62,7 +67,8 @@ die() {
     exit 1
 }
 
-# run_logged DESCRIPTION CMD...: run quietly, show the log tail on failure.
+# run_logged DESCRIPTION CMD...: run quietly (into $LOG: a job side by side sets its own), show the log
+# tail on failure.
 run_logged() {
     local what="$1"
     shift
@@ -72,6 +78,21 @@ run_logged() {
         tail -n 40 "$LOG" >&2
         exit 1
     fi
+}
+
+# side_by_side FUNCTION ARG...: run each `FUNCTION ARG` in the background, each with a log of its own;
+# wait for all; fail (after all ended) if any failed. A job's errors reach stderr as they happen.
+side_by_side() {
+    local fn="$1" arg pids=() failed=0 pid
+    shift
+    for arg in "$@"; do
+        ( LOG="$(mktemp "${TMPDIR:-/tmp}/volfence-setup.XXXXXX.log")"; trap 'rm -f "$LOG"' EXIT; "$fn" "$arg" ) &
+        pids+=("$!")
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" || failed=1
+    done
+    [ "$failed" = 0 ] || die "a step run side by side failed (its error is above)"
 }
 
 install_apt_packages() {
@@ -123,8 +144,9 @@ find_python() {
     die "no Python >= 3.12 found (looked in ~/.pyenv/versions and PATH); set VOLFENCE_PYTHON"
 }
 
+# setup_venv LEVEL: the project virtualenv with requirements-LEVEL.txt (test or demo) installed.
 setup_venv() {
-    local python
+    local level="${1:-test}" python stamp
     if ! python_ok "$VENV/bin/python"; then
         python="$(find_python)"
         echo "setup.sh: creating $VENV with $python" >&2
@@ -133,22 +155,30 @@ setup_venv() {
     fi
 
     # Stamp = requirement files + interpreter version; reinstall only when it changes.
-    local want have=""
-    want="$(cd "$REPO" && {
+    local want have="" want_test
+    want="$(requirements_stamp "$level")"
+    want_test="$(requirements_stamp test)"
+    stamp="$STAMP"
+    [ "$level" = test ] || stamp="${STAMP%.sha256}-$level.sha256"
+    [ -f "$stamp" ] && have="$(cat "$stamp")"
+    # the test level holds the demo's requirements
+    if [ "$want" != "$have" ] && { [ "$level" = test ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want_test" ]; }; then
+        [ -f "$REPO/requirements-$level.txt" ] || die "$REPO/requirements-$level.txt not found"
+        echo "setup.sh: installing requirements-$level.txt into $VENV" >&2
+        (cd "$REPO" && run_logged "pip install -r requirements-$level.txt" \
+            "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "requirements-$level.txt")
+        install_tools
+        echo "$want" >"$stamp"
+    fi
+}
+
+requirements_stamp() {  # LEVEL
+    (cd "$REPO" && {
         "$VENV/bin/python" -c 'import sys; print(sys.version)'
-        for f in requirements-test.txt requirements.txt tools/*/pyproject.toml; do
+        for f in "requirements-$1.txt" requirements-demo.txt requirements.txt tools/*/pyproject.toml; do
             if [ -f "$f" ]; then sha256sum "$f"; fi
         done
-    } | sha256sum | cut -d' ' -f1)"
-    [ -f "$STAMP" ] && have="$(cat "$STAMP")"
-    if [ "$want" != "$have" ]; then
-        [ -f "$REPO/requirements-test.txt" ] || die "$REPO/requirements-test.txt not found"
-        echo "setup.sh: installing requirements-test.txt into $VENV" >&2
-        (cd "$REPO" && run_logged "pip install -r requirements-test.txt" \
-            "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-test.txt)
-        install_tools
-        echo "$want" >"$STAMP"
-    fi
+    } | sha256sum | cut -d' ' -f1)
 }
 
 # The development tools (tools/<name>/pyproject.toml), editable: their code stays where it is in the
@@ -201,7 +231,7 @@ EOF
     for v in $versions; do
         dst="$PIP_CACHE_DIR_ANSIBLE_TEST/get_pip_${v//./_}.py"
         if ! cmp -s "$src" "$dst"; then
-            cp "$src" "$dst.tmp.$$" && mv -f "$dst.tmp.$$" "$dst"
+            cp "$src" "$dst.tmp.$BASHPID" && mv -f "$dst.tmp.$BASHPID" "$dst"
         fi
     done
 }
@@ -260,23 +290,55 @@ setup_importer_venv() {
     put_dependencies "$IMPORTER_VENV"
 }
 
-setup_core_venvs() {
-    local newest release
+# The older ansible-core virtualenvs and the importer's, side by side: each is mostly pip waiting on the
+# network and unpacking (one core each at most), and pip's cache is safe to share between them.
+setup_test_venvs() {
+    local newest release jobs=()
     newest="$("$VENV/bin/python" -c 'import ansible.release as r; print(".".join(r.__version__.split(".")[:2]))')"
     for release in $(grep -v '^#' "$CORE_VERSIONS_FILE"); do
-        [ "$release" = "$newest" ] || setup_core_venv "$release"
+        [ "$release" = "$newest" ] || jobs+=("core:$release")
     done
+    jobs+=(importer)
+    side_by_side test_venv_job "${jobs[@]}"
     # The one virtualenv of the older layout (ansible-core 2.16 only), now .venv-core-2.16.
     rm -rf "$REPO/.venv-oldest"
 }
 
+test_venv_job() {  # core:X.Y | importer
+    case "$1" in
+        core:*) setup_core_venv "${1#core:}" ;;
+        importer) setup_importer_venv ;;
+    esac
+}
+
+# The Ceph roots build in the background while the virtualenv installs; build_roots_wait collects it.
+ROOTS_PID=""
+ROOTS_LOG=""
+build_roots_start() {  # [RELEASE...]
+    ROOTS_LOG="$(mktemp "${TMPDIR:-/tmp}/volfence-roots.XXXXXX.log")"
+    /usr/bin/python3 "$REPO/tools/lab/volfence_lab/ceph_releases.py" build "$@" >"$ROOTS_LOG" 2>&1 &
+    ROOTS_PID=$!
+}
+
+build_roots_wait() {
+    if ! wait "$ROOTS_PID"; then
+        echo "setup.sh: ERROR: building the Ceph release roots failed" >&2
+        echo "----- last 40 lines of output -----" >&2
+        tail -n 40 "$ROOTS_LOG" >&2
+        rm -f "$ROOTS_LOG"
+        exit 1
+    fi
+    rm -f "$ROOTS_LOG"
+}
+
 main() {
-    local skip_apt="${VOLFENCE_SKIP_APT:-0}" only_bootstrap=0 arg
+    local skip_apt="${VOLFENCE_SKIP_APT:-0}" only_bootstrap=0 demo=0 arg
     for arg in "$@"; do
         case "$arg" in
             --skip-apt) skip_apt=1 ;;
             --pip-bootstrap) only_bootstrap=1 ;;
-            -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
+            --demo) demo=1 ;;
+            -h|--help) sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 0 ;;
             *) die "unknown option: $arg (see --help)" ;;
         esac
     done
@@ -286,11 +348,17 @@ main() {
         return 0
     fi
     [ "$skip_apt" = 1 ] || install_apt_packages
-    run_logged "building the Ceph release roots" /usr/bin/python3 "$REPO/tools/lab/volfence_lab/ceph_releases.py" build
-    setup_venv
+    if [ "$demo" = 1 ]; then
+        build_roots_start "${LAB_CEPH:-20}"   # the release the demo's lab runs
+        setup_venv demo
+        build_roots_wait
+        return 0
+    fi
+    build_roots_start
+    setup_venv test
+    build_roots_wait
     install_pip_bootstrap
-    setup_core_venvs
-    setup_importer_venv
+    setup_test_venvs
 }
 
 main "$@"

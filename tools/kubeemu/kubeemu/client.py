@@ -9,13 +9,14 @@
 * Admin: the emulator's admin API (/_emulator/...: faults, request log, version, stored objects).
 """
 
+import http.client
 import json
 import re
+import select
 import ssl
 import sys
-import urllib.error
+import threading
 import urllib.parse
-import urllib.request
 
 # Path prefix and scope of the kinds named by kind.
 KINDS = {
@@ -71,13 +72,72 @@ def server_from_kubeconfig(path):
 DEFAULT_USER_AGENT = "kubeemu-client (Python-urllib/%d.%d)" % sys.version_info[:2]
 
 
+# A kept-alive connection the server closed while it was idle: readable (at its end) before a request
+# is sent on it, it is replaced first. Closed just then, the request fails with one of these before any
+# answer: a GET is sent again on a new connection; a write is not (the server may have read it).
+STALE_CONNECTION = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
 class KubeClient(object):
+    """Each thread keeps one connection to the server alive (HTTP/1.1, as the `kubernetes` client's
+    urllib3 pool does): the lab's kubelets and controllers poll every half second, and a new connection
+    per request cost them, and the emulator (a thread per connection), more CPU than the request."""
+
     def __init__(self, server, timeout=10, headers=None, ssl_context=None, user_agent=DEFAULT_USER_AGENT):
         self.server = server.rstrip("/")
         self.timeout = timeout
         self.headers = dict(headers or {})
         self.headers.setdefault("User-Agent", user_agent)
         self.ssl_context = ssl_context
+        parsed = urllib.parse.urlsplit(self.server)
+        self._scheme, self._netloc, self._base = parsed.scheme, parsed.netloc, parsed.path.rstrip("/")
+        self._local = threading.local()
+
+    def _connection(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            self._drop_connection()   # closed by the server (or it sent what nobody asked for)
+            conn = None
+        if conn is None:
+            if self._scheme == "https":
+                conn = http.client.HTTPSConnection(self._netloc, timeout=self.timeout, context=self.ssl_context)
+            else:
+                conn = http.client.HTTPConnection(self._netloc, timeout=self.timeout)
+            self._local.conn, self._local.used = conn, False
+        return conn
+
+    def _drop_connection(self):
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def close(self):
+        """Close this thread's connection (the next request opens a new one)."""
+        self._drop_connection()
+
+    def _exchange(self, method, target, data, headers):
+        """(status, body) of one request on this thread's connection; a stale kept-alive connection is
+        replaced once, any other failure drops it and raises."""
+        for attempt in (1, 2):
+            conn = self._connection()
+            reused = self._local.used
+            try:
+                conn.request(method, target, body=data, headers=headers)
+                resp = conn.getresponse()
+                payload = resp.read()
+            except STALE_CONNECTION:
+                self._drop_connection()
+                if reused and attempt == 1 and method == "GET":
+                    continue
+                raise
+            except BaseException:
+                self._drop_connection()
+                raise
+            self._local.used = True
+            if resp.will_close:
+                self._drop_connection()
+            return resp.status, payload
 
     @classmethod
     def from_kubeconfig(cls, path, **kwargs):
@@ -119,24 +179,20 @@ class KubeClient(object):
         return "/".join(parts)
 
     def request(self, method, path, body=None, query=None, content_type="application/json"):
-        url = self.server + path
+        target = self._base + path
         if query:
-            url += ("&" if "?" in url else "?") + urllib.parse.urlencode(query)
+            target += ("&" if "?" in target else "?") + urllib.parse.urlencode(query)
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method, headers=self.headers)
-        req.add_header("Accept", "application/json")
+        headers = dict(self.headers, Accept="application/json")
         if data is not None:
-            req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self.ssl_context) as resp:
-                payload = resp.read()
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
+            headers["Content-Type"] = content_type
+        status, payload = self._exchange(method, target, data, headers)
+        if status >= 300:
             try:
-                parsed = json.loads(raw)
+                parsed = json.loads(payload)
             except ValueError:
-                parsed = {"message": raw.decode("utf-8", "replace")}
-            raise ApiError(exc.code, parsed, method, path)
+                parsed = {"message": payload.decode("utf-8", "replace")}
+            raise ApiError(status, parsed, method, path)
         return json.loads(payload) if payload else None
 
     def get(self, kind, name=None, namespace=None):

@@ -267,7 +267,9 @@ class Handler(BaseHTTPRequestHandler):
         self._entry = {"time": time.time(), "method": method, "path": path,
                        "query": split.query, "params": q,
                        "content_type": self.headers.get("Content-Type"),
-                       "user_agent": self.headers.get("User-Agent"), "watch": False}
+                       "user_agent": self.headers.get("User-Agent"), "watch": False,
+                       # the client's address and port: which requests came on one connection
+                       "client": "%s:%d" % self.client_address[:2]}
         try:
             fault = emu.faults.match(method, path, split.query)
             if fault:
