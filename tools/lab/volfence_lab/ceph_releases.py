@@ -21,6 +21,7 @@ import glob
 import hashlib
 import json
 import os
+import pwd
 import shlex
 import shutil
 import subprocess
@@ -169,9 +170,19 @@ def class_dir(release):
     return "/" + os.path.relpath(found[0], root)
 
 
+def passwd_home():
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+
+
 def visible_paths(extra=()):
     """What a command in a root must see of this machine, outermost first, nested ones left out."""
-    wanted = ["/proc", "/sys", "/dev", "/run", "/tmp", os.path.expanduser("~")] + [os.path.abspath(p) for p in extra]
+    # HOME, and the home the password database gives (Ansible's remote temporary folder is `~<user>`'s,
+    # which is the latter where HOME was changed, as in CI runners or scripts/newcomer.sh)
+    wanted = ["/proc", "/sys", "/dev", "/run", "/tmp", os.path.expanduser("~"), passwd_home()]
+    wanted += [os.path.abspath(p) for p in extra]
     chosen = []
     for path in wanted:
         if path and path != "/" and not any(path == c or path.startswith(c.rstrip("/") + "/") for c in chosen):
