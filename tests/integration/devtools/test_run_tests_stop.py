@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from kubeemu.wait import wait_until
+from volfence_lab.lab import alive
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PREFIX = "vfz"   # run_tests.py adds the stage's suffix: the lab is vfzc16
@@ -48,15 +49,6 @@ def cmdline(pid):
             return handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
     except (IOError, OSError):
         return ""
-
-
-def running(pid):
-    """Alive and not a zombie."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (IOError, OSError):
-        return False
 
 
 def netns_of_the_lab():
@@ -121,7 +113,7 @@ def test_sigterm_halfway_stops_every_command_and_lab_it_started(tmp_path, leaves
             run.communicate()
     assert run.returncode == 128 + signal.SIGTERM, output[-3000:]
     assert "make test: SIGTERM received: stopping" in output and "1 lab(s) down" in output, output[-3000:]
-    left = [(p, cmdline(p)) for p in started if running(p)]
+    left = [(p, cmdline(p)) for p in started if alive(p)]
     assert left == [], left
     assert netns_of_the_lab() == []
     status = lab_status()
