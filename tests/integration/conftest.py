@@ -42,6 +42,9 @@ def pytest_configure(config):
         "markers", "input_refusal: bad input a Ceph module refuses, by its own checks in Python, with the "
                    "same message whatever the Ceph release (make test runs these on the default release only; "
                    "connecting and everything the cluster answers run on every release)")
+    config.addinivalue_line(
+        "markers", "release_answers: what differs between Ceph releases; on the older releases, where make test "
+                   "runs each Ceph module test with one backend (ceph/conftest.py), these run with both")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -24,6 +24,8 @@ from labtools import ANSIBLE_BIN, ansible_env, blocklist_entries as blocklist, c
 
 # Debian's own Ceph (bookworm: 16.2.15) on the test machine: a client older than 19.2.6/20.2.4.
 HOST_PYTHON = "/usr/bin/python3"
+# What differs between releases: both backends on every release (ceph/conftest.py)
+pytestmark = pytest.mark.release_answers
 
 
 def version_of(text):
