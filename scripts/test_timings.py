@@ -9,7 +9,8 @@ its own (`.venv/bin/python scripts/test_timings.py [stage ...]`, from .cache/res
   one JSON line per test, to .cache/results/<stage>/timings.jsonl): building (the fixtures' setup),
   the lab's CLI (scenarios, holders, nodes: working, and waiting for the lab), Ansible (start-up
   until its first task, then its tasks), the Ceph CLI, waiting in the test process, and the rest
-  (asserting, API reads, teardown).
+  (asserting, API reads, teardown);
+- the integration files that cost the most CPU (each test's process and the commands it waited for).
 
 It also writes .cache/results/durations.json: {test id: seconds}. With --save it records in
 tests/durations.json each integration test file's seconds and the wall time of each stage that is
@@ -152,6 +153,25 @@ def report(stages, stage_seconds=None, out=sys.stdout):
             w("%s: %d tests, %.0f s\n" % (name, row["tests"], row["total"]))
             w("    " + "; ".join("%s %.0f s (%.0f%%)" % (label, row[label], 100.0 * row[label] / total)
                                  for label in labels if row[label] >= 0.5) + "\n")
+    heaviest = cpu_by_file(stages)
+    if heaviest:
+        w("\n===== the integration files that cost the most CPU (the tests' processes and the commands they ran, "
+          "summed over stages; not the labs' daemons)\n")
+        for cpu, path, count in heaviest:
+            w("%8.0f CPU-s  %4d tests  %s\n" % (cpu, count, path))
+
+
+def cpu_by_file(stages, top=15):
+    """[(CPU seconds, test file, tests)] of the integration tests of `stages`, most first: each test's
+    CPU and its waited-for children's (tests/integration/conftest.py), summed per file."""
+    out = collections.defaultdict(lambda: [0.0, 0])
+    for stage in stages:
+        for line in timing_lines(stage):
+            if "cpu" in line:
+                entry = out[line["id"].split("::", 1)[0]]
+                entry[0] += line["cpu"]
+                entry[1] += 1
+    return sorted(((cpu, path, count) for path, (cpu, count) in out.items()), reverse=True)[:top]
 
 
 def file_seconds(stages):

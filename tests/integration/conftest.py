@@ -2,6 +2,7 @@
 
 import json
 import os
+import resource
 
 import pytest
 
@@ -15,19 +16,28 @@ TIMINGS_FILE = os.environ.get("VOLFENCE_TEST_TIMINGS")
 PHASES = {}
 
 
+def cpu_seconds():
+    """CPU seconds of this process and of the children it waited for (Ansible, the lab's CLI, the Ceph
+    CLI): a test's own cost to the machine, beside its wall seconds (not the lab's daemons)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     labtools.SPENT.clear()
     waited = WAITED["seconds"]
     PHASES[item.nodeid] = {}
+    cpu_before = cpu_seconds()
     yield
+    cpu = cpu_seconds() - cpu_before
     phases = PHASES.pop(item.nodeid, {})
     if not TIMINGS_FILE:
         return
     spent = dict(labtools.SPENT)
     spent["waiting in the test (kubeemu wait_until)"] = WAITED["seconds"] - waited
-    line = json.dumps(dict(id=item.nodeid, phases=phases, spent=dict((k, round(v, 3)) for k, v in spent.items()
-                                                                      if v > 0)))
+    line = json.dumps(dict(id=item.nodeid, phases=phases, cpu=round(cpu, 3),
+                           spent=dict((k, round(v, 3)) for k, v in spent.items() if v > 0)))
     with open(TIMINGS_FILE, "a") as handle:  # one write per line: several workers append to one file
         handle.write(line + "\n")
 
