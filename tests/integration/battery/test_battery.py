@@ -98,11 +98,13 @@ def write_inventory(battery, case, folder):
     return path
 
 
-def module_play(case):
-    module = case["module"]
-    short = module.rsplit(".", 1)[-1]
-    host = case.get("host") or ("ceph-admin" if short in CEPH_MODULES else "node-b" if short in FUSE_MODULES
+def module_host(case):
+    short = case["module"].rsplit(".", 1)[-1]
+    return case.get("host") or ("ceph-admin" if short in CEPH_MODULES else "node-b" if short in FUSE_MODULES
                                 else "k8s-api")
+
+
+def module_defaults():
     defaults = {
         # as the playbooks set them, from the inventory's vars
         "group/volfence.csi.ceph": {"conf": "{{ volfence_ceph_conf | default(omit) }}",
@@ -112,14 +114,77 @@ def module_play(case):
     }
     for fuse in FUSE_MODULES:
         defaults["volfence.csi." + fuse] = {"kubelet_dir": "{{ volfence_kubelet_dir | default(omit) }}"}
-    return [{"name": "battery: " + case["name"], "hosts": host, "gather_facts": False,
-             "module_defaults": defaults,
-             "tasks": [{"name": "battery case", module: case.get("args") or {}}]}]
+    return defaults
+
+
+def module_play(case):
+    return [{"name": "battery: " + case["name"], "hosts": module_host(case), "gather_facts": False,
+             "module_defaults": module_defaults(),
+             "tasks": [{"name": "battery case", case["module"]: case.get("args") or {}}]}]
+
+
+def batch_key(case):
+    """The host of a case that can share one run with others: a module's bad arguments, expected to fail,
+    on the lab's own inventory, not in check mode. Its outcome is its own task's result (a warning goes to
+    the run's output, which the run's other cases share: warn cases run alone). None for the others."""
+    if "module" in case and case.get("expect", "fail") == "fail" and not case.get("inventory_vars") \
+            and not case.get("check"):
+        return module_host(case)
+    return None
+
+
+def batch_task_name(case):
+    return "battery case: " + case["name"]
+
+
+def batch_play(host, cases):
+    """One play of many module cases on one host, each its own task, each going on after a failure."""
+    return [{"name": "battery: %d bad invocations on %s" % (len(cases), host), "hosts": host,
+             "gather_facts": False, "module_defaults": module_defaults(),
+             "tasks": [{"name": batch_task_name(case), case["module"]: case.get("args") or {}, "ignore_errors": True}
+                       for case in cases]}]
 
 
 def role_play(case):
     return [{"name": "battery: " + case["name"], "hosts": case.get("host", "k8s-api"), "gather_facts": False,
              "roles": [{"role": case["role"], "vars": case.get("vars") or {}}]}]
+
+
+def ansible_playbook(cmd, folder):
+    env = ansible_env()
+    # The inventory decides where Kubernetes is: no KUBECONFIG or K8S_AUTH_* of the caller's shell.
+    for key in list(env):
+        if key == "KUBECONFIG" or key.startswith("K8S_AUTH_"):
+            env.pop(key)
+    return subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=CASE_TIMEOUT)
+
+
+def run_batch(battery, host, cases, folder):
+    """Run module cases of one host in one ansible-playbook: {case name: Outcome} of the cases whose task
+    ran (a run that stopped before a case's task leaves that case out: it runs alone)."""
+    os.makedirs(folder, exist_ok=True)
+    inventory = write_inventory(battery, {}, folder)
+    path = os.path.join(folder, "play.yml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(batch_play(host, cases), handle, sort_keys=False)
+    cmd = [os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", inventory, path, "-v"]
+    proc = ansible_playbook(cmd, folder)
+    try:
+        data = json.loads(proc.stdout[proc.stdout.index("{"):])
+    except ValueError:
+        return {}
+    results = {}
+    for play in data.get("plays", []):
+        for task in play.get("tasks", []):
+            if host in task.get("hosts", {}):
+                results[task["task"]["name"]] = task["hosts"][host]
+    outcomes = {}
+    for case in cases:
+        result = results.get(batch_task_name(case))
+        if result is not None:
+            outcomes[case["name"]] = Outcome.of_task(batch_task_name(case), host, result, cmd)
+    return outcomes
 
 
 def run_case(battery, case, folder):
@@ -142,14 +207,7 @@ def run_case(battery, case, folder):
     if case.get("check"):
         cmd.append("--check")
     cmd.append("-v")
-    env = ansible_env()
-    # The inventory decides where Kubernetes is: no KUBECONFIG or K8S_AUTH_* of the caller's shell.
-    for key in list(env):
-        if key == "KUBECONFIG" or key.startswith("K8S_AUTH_"):
-            env.pop(key)
-    proc = subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=CASE_TIMEOUT)
-    return Outcome(proc, cmd)
+    return Outcome(ansible_playbook(cmd, folder), cmd)
 
 
 class Outcome(object):
@@ -177,6 +235,16 @@ class Outcome(object):
         if self.rc != 0 and not self.failures:
             # ansible-playbook stopped before running a task (syntax, variables, inventory)
             self.failures.append(proc.stderr.strip() or proc.stdout[-2000:])
+
+    @classmethod
+    def of_task(cls, task, host, result, cmd):
+        """What a user sees of one task of a batch run: as if it had run alone (a failed task fails the
+        run), its output the task's result."""
+        proc = subprocess.CompletedProcess(cmd, 2 if result.get("failed") or result.get("unreachable") else 0,
+                                           stdout=json.dumps({"plays": [{"tasks": [{"task": {"name": task},
+                                                                                     "hosts": {host: result}}]}]}),
+                                           stderr="")
+        return cls(proc, cmd)
 
     def _collect(self, task, host, result):
         for warning in result.get("warnings") or []:
@@ -234,26 +302,45 @@ def attempt(battery, case, tokens, before=None):
 def run_battery(battery, workers):
     """Every case, proven one by one.
 
-    Cases first run `workers` at a time. A case whose before and after snapshots equal the
-    baseline is proven: nothing changed while it ran. Any other (the lab moved while it ran, by it
+    Cases first run `workers` at a time, the module cases of each host in one run of their own
+    (batch_key: one Ansible start-up and two snapshots instead of one and two per case). A case whose
+    before and after snapshots (its batch's) equal the baseline is proven: nothing changed while it ran. Any other (the lab moved while it ran, by it
     or by a concurrent case) is a suspect and runs again alone, from a rebuilt state if needed,
     between its own two snapshots; a case that changed the lab then is the one that did."""
     results = {}
     suspects = []
     tokens = battery.tokens()
     last = threading.local()  # each worker's last snapshot: the next case's before
+    batches = {}
+    for case in CASES:
+        if batch_key(case):
+            batches.setdefault(batch_key(case), []).append(case)
+    alone = [case for case in CASES if not batch_key(case)]
 
     def first(case):
         ran = attempt(battery, case, tokens, before=getattr(last, "snapshot", None))
         last.snapshot = ran[3]
-        return case, ran
+        return [(case, ran)]
+
+    def batch(host):
+        """A host's batch between two snapshots; its cases whose task did not run, alone."""
+        before = getattr(last, "snapshot", None) or battery.snapshot()
+        concretes = [substitute(copy.deepcopy(case), tokens) for case in batches[host]]
+        outcomes = run_batch(battery, host, concretes, os.path.join(battery.tmp, "batch-" + slug(host)))
+        after = battery.snapshot()
+        last.snapshot = after
+        ran = [(case, (concrete, outcomes[case["name"]], before, after))
+               for case, concrete in zip(batches[host], concretes) if case["name"] in outcomes]
+        return ran + [item for case in batches[host] if case["name"] not in outcomes for item in first(case)]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        for case, (concrete, outcome, before, after) in pool.map(first, CASES):
-            if before == battery.baseline and after == battery.baseline:
-                results[case["name"]] = (concrete, outcome, [])
-            else:
-                suspects.append(case)
+        jobs = [pool.submit(batch, host) for host in sorted(batches)] + [pool.submit(first, case) for case in alone]
+        for job in jobs:
+            for case, (concrete, outcome, before, after) in job.result():
+                if before == battery.baseline and after == battery.baseline:
+                    results[case["name"]] = (concrete, outcome, [])
+                else:
+                    suspects.append(case)
     for case in suspects:
         if battery.snapshot() != battery.baseline:
             battery.rebuild()
