@@ -16,7 +16,10 @@ import select
 import ssl
 import sys
 import threading
+import types
 import urllib.parse
+
+from .headers import read_headers
 
 # Path prefix and scope of the kinds named by kind.
 KINDS = {
@@ -78,6 +81,16 @@ DEFAULT_USER_AGENT = "kubeemu-client (Python-urllib/%d.%d)" % sys.version_info[:
 STALE_CONNECTION = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
+class _Response(http.client.HTTPResponse):
+    """http.client's answer, its headers read by headers.read_headers (the email feed parser that
+    http.client uses was the largest pure-Python cost of a lab kubelet's or controller's request).
+    begin is http.client's own (this Python's), with parse_headers looked up in a namespace of its own."""
+    begin = types.FunctionType(http.client.HTTPResponse.begin.__code__,
+                               dict(vars(http.client), parse_headers=read_headers), "begin",
+                               http.client.HTTPResponse.begin.__defaults__,
+                               http.client.HTTPResponse.begin.__closure__)
+
+
 class KubeClient(object):
     """Each thread keeps one connection to the server alive (HTTP/1.1, as the `kubernetes` client's
     urllib3 pool does): the lab's kubelets and controllers poll every half second, and a new connection
@@ -103,6 +116,7 @@ class KubeClient(object):
                 conn = http.client.HTTPSConnection(self._netloc, timeout=self.timeout, context=self.ssl_context)
             else:
                 conn = http.client.HTTPConnection(self._netloc, timeout=self.timeout)
+            conn.response_class = _Response
             self._local.conn, self._local.used = conn, False
         return conn
 
