@@ -130,7 +130,8 @@ def module_requests(kube, since):
 def last_seq(kube):
     """The sequence number of the emulator's last logged request (0 on a real cluster)."""
     try:
-        return max([r["seq"] for r in kube.request("GET", "/_emulator/requests").get("items", [])] or [0])
+        return max([r["seq"] for r in kube.request("GET", "/_emulator/requests", query={"tail": 1}).get("items", [])]
+                   or [0])
     except KubeError:
         return 0
 

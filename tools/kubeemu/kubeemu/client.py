@@ -276,11 +276,14 @@ class Admin(object):
     def clear_faults(self):
         return self.call("DELETE", "faults")
 
-    def requests(self, since=0, method=None, path_regex=None):
-        """The request log (entries with seq, method, path, status, user_agent, ...), after `since`."""
+    def requests(self, since=0, method=None, path_regex=None, tail=0):
+        """The request log (entries with seq, method, path, status, user_agent, ...), after `since`;
+        with `tail`, its last `tail` entries only."""
         query = {}
         if since:
             query["since"] = since
+        if tail:
+            query["tail"] = tail
         if method:
             query["method"] = method
         if path_regex:
@@ -289,7 +292,7 @@ class Admin(object):
         return log["items"] if isinstance(log, dict) else log
 
     def last_seq(self):
-        return max([0] + [entry["seq"] for entry in self.requests()])
+        return max([0] + [entry["seq"] for entry in self.requests(tail=1)])
 
     def version(self, git_version=None):
         if git_version:

@@ -136,10 +136,20 @@ class RequestLog:
         with self.lock:
             self.items.clear()
 
-    def query(self, method=None, path_regex=None, since=0):
+    def query(self, method=None, path_regex=None, since=0, tail=0):
+        """The entries after `since` of `method` whose path matches `path_regex`; with `tail`, only the
+        last `tail` of them (the last sequence number without the whole log: it holds up to 100,000)."""
         rx = re.compile(path_regex) if path_regex else None
         with self.lock:
+            if tail and not (method or rx or since):
+                return list(itertools.islice(reversed(self.items), tail))[::-1]
             items = list(self.items)
+        if tail:
+            return self._filtered(items, method, rx, since)[-tail:]
+        return self._filtered(items, method, rx, since)
+
+    @staticmethod
+    def _filtered(items, method, rx, since):
         out = []
         for e in items:
             if e["seq"] <= since:
@@ -394,7 +404,7 @@ class Handler(BaseHTTPRequestHandler):
         if what == "requests":
             if method == "GET":
                 items = emu.requests.query(q.get("method"), q.get("path_regex"),
-                                           int(q.get("since") or 0))
+                                           int(q.get("since") or 0), int(q.get("tail") or 0))
                 return self._send_json(200, {"items": items})
             if method == "DELETE":
                 emu.requests.clear()

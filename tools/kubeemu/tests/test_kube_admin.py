@@ -226,3 +226,13 @@ def test_cli_contract(tmp_path):
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_request_log_tail_is_its_last_entries(core, ns, emu):
+    for name in ("t1", "t2", "t3"):
+        core.create_namespaced_config_map(ns, _cm(name))
+    whole = emu.requests()
+    assert emu.requests(tail=2) == whole[-2:] and emu.last_seq() == whole[-1]["seq"]  # its own reads are not logged
+    posts = emu.requests(method="POST", path_regex="/configmaps$")
+    assert emu.requests(method="POST", path_regex="/configmaps$", tail=1) == posts[-1:]
+    assert posts[-1]["path"].endswith("/configmaps")
