@@ -240,11 +240,9 @@ class Outcome(object):
     def of_task(cls, task, host, result, cmd):
         """What a user sees of one task of a batch run: as if it had run alone (a failed task fails the
         run), its output the task's result."""
-        proc = subprocess.CompletedProcess(cmd, 2 if result.get("failed") or result.get("unreachable") else 0,
-                                           stdout=json.dumps({"plays": [{"tasks": [{"task": {"name": task},
-                                                                                     "hosts": {host: result}}]}]}),
-                                           stderr="")
-        return cls(proc, cmd)
+        document = {"plays": [{"tasks": [{"task": {"name": task}, "hosts": {host: result}}]}]}
+        failed = result.get("failed") or result.get("unreachable")
+        return cls(subprocess.CompletedProcess(cmd, 2 if failed else 0, stdout=json.dumps(document), stderr=""), cmd)
 
     def _collect(self, task, host, result):
         for warning in result.get("warnings") or []:
