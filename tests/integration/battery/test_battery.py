@@ -301,10 +301,11 @@ def run_battery(battery, workers):
     """Every case, proven one by one.
 
     Cases first run `workers` at a time, the module cases of each host in one run of their own
-    (batch_key: one Ansible start-up and two snapshots instead of one and two per case). A case whose
-    before and after snapshots (its batch's) equal the baseline is proven: nothing changed while it ran. Any other (the lab moved while it ran, by it
-    or by a concurrent case) is a suspect and runs again alone, from a rebuilt state if needed,
-    between its own two snapshots; a case that changed the lab then is the one that did."""
+    (batch_key: one Ansible start-up and two snapshots instead of one and two per case). A case
+    whose before and after snapshots (its batch's) equal the baseline is proven: nothing changed
+    while it ran. Any other (the lab moved while it ran, by it or by a concurrent case) is a suspect
+    and runs again alone, from a rebuilt state if needed, between its own two snapshots; a case that
+    changed the lab then is the one that did."""
     results = {}
     suspects = []
     tokens = battery.tokens()

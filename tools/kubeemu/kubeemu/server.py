@@ -138,28 +138,13 @@ class RequestLog:
 
     def query(self, method=None, path_regex=None, since=0, tail=0):
         """The entries after `since` of `method` whose path matches `path_regex`; with `tail`, only the
-        last `tail` of them (the last sequence number without the whole log: it holds up to 100,000)."""
+        last `tail` of them (the last sequence number without sending the whole log: it holds up to 100,000)."""
         rx = re.compile(path_regex) if path_regex else None
         with self.lock:
-            if tail and not (method or rx or since):
-                return list(itertools.islice(reversed(self.items), tail))[::-1]
             items = list(self.items)
-        if tail:
-            return self._filtered(items, method, rx, since)[-tail:]
-        return self._filtered(items, method, rx, since)
-
-    @staticmethod
-    def _filtered(items, method, rx, since):
-        out = []
-        for e in items:
-            if e["seq"] <= since:
-                continue
-            if method and e["method"] != method.upper():
-                continue
-            if rx and not rx.search(e["path"]):
-                continue
-            out.append(e)
-        return out
+        out = [e for e in items if e["seq"] > since and (not method or e["method"] == method.upper())
+               and (not rx or rx.search(e["path"]))]
+        return out[-tail:] if tail else out
 
 
 # ---------------------------------------------------------------------------

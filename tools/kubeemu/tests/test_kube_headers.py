@@ -10,6 +10,7 @@ import string
 
 import pytest
 
+from kube_helpers import EMULATOR_ONLY, REAL_CLUSTER
 from kubeemu.headers import read_headers
 
 
@@ -55,9 +56,8 @@ def _raw(srv, data):
             out += chunk
 
 
+@pytest.mark.skipif(REAL_CLUSTER, reason=EMULATOR_ONLY)
 def test_server_answers_http10_and_folded_headers(kubeemu):
-    if kubeemu is None:
-        pytest.skip("emulator only")
     answer = _raw(kubeemu, b"GET /version HTTP/1.0\r\nHost: x\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 200 ") and b'"gitVersion"' in answer
     answer = _raw(kubeemu, b"GET /version HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\nConnection: close\r\n\r\n")
