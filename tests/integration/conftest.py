@@ -10,6 +10,11 @@ import labtools
 from kubeemu.wait import WAITED
 from labtools import Lab, clear_foreign_attachments, lab_config, lab_kube, read_lab_env, remove_incident, undo_failover
 from volfence_lab import clocks
+from volfence_lab.ansible_runs import STARTERS
+
+# Ansible's start-up paid once per environment and test process (volfence_lab/ansible_starter.py);
+# VOLFENCE_ANSIBLE_STARTER=0 starts every command afresh
+STARTERS.enabled = os.environ.get("VOLFENCE_ANSIBLE_STARTER", "1") != "0"
 
 # scripts/run_tests.py sets it: one JSON line per test, where its seconds went (its report sums them by area)
 TIMINGS_FILE = os.environ.get("VOLFENCE_TEST_TIMINGS")
@@ -18,9 +23,10 @@ PHASES = {}
 
 def cpu_seconds():
     """CPU seconds of this process and of the children it waited for (Ansible, the lab's CLI, the Ceph
-    CLI): a test's own cost to the machine, beside its wall seconds (not the lab's daemons)."""
+    CLI), and of the Ansible commands its starters ran: a test's own cost to the machine, beside its wall
+    seconds (not the lab's daemons)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + STARTERS.cpu_seconds()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -21,6 +21,7 @@ from volfence_lab.ansible_runs import (  # noqa: F401
     RUN_OBSERVERS,
     VENV_BIN as ANSIBLE_BIN,
     AnsibleRun,
+    ansible_command,
     ansible_env,
     mode_options,
     run_module,

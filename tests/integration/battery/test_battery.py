@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from battery_lab import BatteryLab, diff_snapshots
-from labtools import ANSIBLE_BIN, REPO, ansible_env
+from labtools import ANSIBLE_BIN, REPO, ansible_command, ansible_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -156,8 +156,8 @@ def ansible_playbook(cmd, folder):
     for key in list(env):
         if key == "KUBECONFIG" or key.startswith("K8S_AUTH_"):
             env.pop(key)
-    return subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=CASE_TIMEOUT)
+    return subprocess.run(ansible_command(cmd, env, folder), cwd=folder, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=CASE_TIMEOUT)
 
 
 def run_batch(battery, host, cases, folder):

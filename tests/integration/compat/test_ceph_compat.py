@@ -16,7 +16,7 @@ import sys
 import pytest
 from volfence_lab import ceph_releases
 
-from labtools import REPO, ansible_env, ANSIBLE_BIN
+from labtools import REPO, ansible_command, ansible_env, ANSIBLE_BIN
 
 DOC = os.path.join(REPO, "docs", "ceph-releases.md")
 CLIENTS = sorted(ceph_releases.RELEASES, key=int)
@@ -115,9 +115,10 @@ def run_cell(tmp_path, lab, client, image):
     playbook = tmp_path / "cell.yml"
     playbook.write_text(PLAYBOOK.format(client=client, conf=json.dumps(lab.conf), keyring=json.dumps(lab.keyring),
                                         user=lab.user, image=json.dumps(image), out=json.dumps(str(out))))
-    proc = subprocess.run([os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", str(inventory), str(playbook)],
-                          cwd=REPO, env=ansible_env({"PATH": ANSIBLE_BIN + os.pathsep + machine_path(lab)}),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    env = ansible_env({"PATH": ANSIBLE_BIN + os.pathsep + machine_path(lab)})
+    proc = subprocess.run(ansible_command([os.path.join(ANSIBLE_BIN, "ansible-playbook"), "-i", str(inventory),
+                                           str(playbook)], env),
+                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=600)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-4000:]
     return json.loads(out.read_text())

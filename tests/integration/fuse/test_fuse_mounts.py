@@ -111,11 +111,12 @@ def test_bad_input_is_a_clear_error(lab_inventory):
 
 def run_bounded(inventory, host, module, args, bound, extra_env=None):
     """run_module, failing the test instead of waiting 300 s when the module hangs."""
-    from labtools import ANSIBLE_BIN, REPO, AnsibleRun, ansible_env
+    from labtools import ANSIBLE_BIN, REPO, AnsibleRun, ansible_command, ansible_env
     cmd = [os.path.join(ANSIBLE_BIN, "ansible"), host, "-i", inventory, "-m", module, "-a", json.dumps(args)]
+    env = ansible_env(extra_env)
     started = time.time()
     try:
-        proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(extra_env), stdout=subprocess.PIPE,
+        proc = subprocess.run(ansible_command(cmd, env), cwd=REPO, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, universal_newlines=True, timeout=bound)
     except subprocess.TimeoutExpired:
         pytest.fail("%s still runs after %ss" % (module, bound))

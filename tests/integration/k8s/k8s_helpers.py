@@ -22,7 +22,7 @@ from kubeemu.client import KubeClient
 from kubeemu.csi import attachment_name  # noqa: F401  (the tests import it from here)
 from kubeemu.wait import wait_until  # noqa: F401  (the tests import it from here)
 
-from labtools import mode_options
+from labtools import ansible_command, mode_options
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -191,7 +191,8 @@ class AnsibleRunner(object):
         return cmd + mode_options(check, diff)
 
     def start(self, module, args, check=False, diff=False, extra_env=None):
-        return subprocess.Popen(self.command(module, args, check, diff), cwd=REPO, env=self.env(extra_env),
+        env = self.env(extra_env)
+        return subprocess.Popen(ansible_command(self.command(module, args, check, diff), env, REPO), cwd=REPO, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
 
     def finish(self, proc, timeout=300):
@@ -207,9 +208,10 @@ class AnsibleRunner(object):
         with open(path, "w") as handle:
             handle.write(text)
         self.command("ping", {})  # writes ansible.cfg
-        proc = subprocess.run([os.path.join(VENV_BIN, "ansible-playbook"), "-i", self.inventory, path], cwd=REPO,
-                              env=self.env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, timeout=timeout)
+        env = self.env(extra_env)
+        cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", self.inventory, path]
+        proc = subprocess.run(ansible_command(cmd, env, REPO), cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
         data = json.loads(proc.stdout[proc.stdout.index("{"):])
         out = []
         for task in data["plays"][0]["tasks"]:

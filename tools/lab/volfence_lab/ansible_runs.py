@@ -4,10 +4,14 @@ from the project virtualenv, with the checkout's ansible.cfg and volfence.csi as
 (scripts/bench_*.py) run Ansible only through here. Ansible runs as a program of its own: nothing of the
 collection is imported (docs/lab.md, "Independent of the code under test")."""
 
+import atexit
 import datetime
+import hashlib
 import json
 import os
 import subprocess
+import tempfile
+import threading
 import time
 
 from volfence_lab.lab import REPO
@@ -39,6 +43,105 @@ def ansible_env(extra=None, collections=COLLECTIONS, json_results=True, caller_c
         env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
     env.update(extra or {})
     return env
+
+
+STARTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ansible_starter.py")
+
+
+class Starters(object):
+    """This process's Ansible starters (ansible_starter.py), one per environment a command ran in: the
+    second command of an environment starts one; the commands after it go through it once it is ready
+    (until then, and if it fails, the client runs the command itself). Off unless `enabled`: the
+    integration tests turn it on (their conftest.py); a benchmark times Ansible as a user starts it."""
+
+    def __init__(self):
+        self.enabled = False
+        self.lock = threading.Lock()
+        self.seen = {}       # environment key -> socket path, or None before its second command
+        self.procs = []
+        self.folder = None
+
+    def command(self, cmd, env, cwd):
+        """The argv that runs cmd: through the environment's starter when cmd is the project's ansible."""
+        program = cmd[0]
+        if not self.enabled or os.path.dirname(program) != VENV_BIN or \
+                os.path.basename(program) not in ("ansible", "ansible-playbook"):
+            return list(cmd)
+        key = environment_key(program, env, cwd)
+        with self.lock:
+            if key not in self.seen:
+                self.seen[key] = None
+                return list(cmd)
+            sock = self.seen[key]
+            if sock is None:
+                sock = self.seen[key] = self.start(env, cwd)
+        return [os.path.join(VENV_BIN, "python"), "-I", "-S", STARTER, "client", sock, "--"] + list(cmd)
+
+    def start(self, env, cwd):
+        if self.folder is None or not os.path.isdir(self.folder):   # (a starter that stopped alone removes it)
+            if self.folder is None:
+                atexit.register(self.stop)
+            self.folder = tempfile.mkdtemp(prefix="vf-ansible-starters-")
+        sock = os.path.join(self.folder, "%d.sock" % len(self.procs))
+        with open(sock + ".log", "w") as log:
+            self.procs.append(subprocess.Popen([os.path.join(VENV_BIN, "python"), STARTER, "serve", sock], cwd=cwd,
+                                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                               stderr=log))
+        return sock
+
+    def cpu_seconds(self):
+        """CPU seconds of the running starters and the commands they ran (which the caller's own
+        RUSAGE_CHILDREN does not count: they are the starters' children)."""
+        total = 0.0
+        for proc in self.procs:
+            try:
+                with open("/proc/%d/stat" % proc.pid) as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(value) for value in fields[11:15]) / float(os.sysconf("SC_CLK_TCK"))
+        return total
+
+    def stop(self):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        self.procs = []
+        if self.folder and os.path.isdir(self.folder):   # a starter that stopped alone removed it
+            for name in os.listdir(self.folder):
+                os.unlink(os.path.join(self.folder, name))
+            os.rmdir(self.folder)
+        self.folder = None
+        self.seen.clear()
+
+
+# What changes between the commands of one environment and ansible-core does not read: pytest names the
+# test that runs in it
+VOLATILE = ("PYTEST_CURRENT_TEST",)
+
+
+def environment_key(program, env, cwd):
+    """What ansible-core reads at import: its installation, the environment (but VOLATILE), the folder,
+    the configuration files it would find (ANSIBLE_CONFIG, ./ansible.cfg, ~/.ansible.cfg,
+    /etc/ansible/ansible.cfg)."""
+    stable = sorted(item for item in env.items() if item[0] not in VOLATILE)
+    digest = hashlib.sha256(json.dumps([program, cwd, stable]).encode())
+    for path in (env.get("ANSIBLE_CONFIG"), os.path.join(cwd, "ansible.cfg"),
+                 os.path.join(env.get("HOME", "~"), ".ansible.cfg"), "/etc/ansible/ansible.cfg"):
+        if path and os.path.isfile(path):
+            with open(path, "rb") as handle:
+                digest.update(path.encode() + b"\0" + handle.read())
+    return digest.hexdigest()
+
+
+STARTERS = Starters()
+
+
+def ansible_command(cmd, env, cwd=REPO):
+    """The argv to run an Ansible command (`cmd`) with in env and cwd: the same command, started through an
+    Ansible starter of that environment when there is one (ansible_starter.py: Ansible's start-up paid
+    once). Every test and benchmark that runs the project's `ansible` or `ansible-playbook` runs this."""
+    return STARTERS.command(cmd, env, cwd)
 
 
 def mode_options(check=False, diff=False):
@@ -96,8 +199,8 @@ def run_ansible(cmd, check=False, diff=False, extra_env=None, timeout=900, json_
     """Run an Ansible command (`cmd`: the program and its arguments) in the repository with
     ansible_env(extra_env, json_results=..., **env_options); an AnsibleRun, given to RUN_OBSERVERS too."""
     started, wall = time.monotonic(), time.time()
-    proc = subprocess.run(cmd + mode_options(check, diff), cwd=REPO,
-                          env=ansible_env(extra_env, json_results=json_results, **env_options),
+    env = ansible_env(extra_env, json_results=json_results, **env_options)
+    proc = subprocess.run(ansible_command(cmd + mode_options(check, diff), env), cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
     run = AnsibleRun(proc, time.monotonic() - started, wall, json_results)
     for observer in RUN_OBSERVERS:

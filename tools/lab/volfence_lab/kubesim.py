@@ -710,6 +710,7 @@ class ControlPlane(object):
     def sync_nodes(self):
         nodes = self.kube.list("nodes")
         leases = {l["metadata"]["name"]: l for l in self.kube.list("leases", "kube-node-lease")}
+        changed = set()
         for node in nodes:
             name = node["metadata"]["name"]
             renew = age(leases.get(name, {}).get("spec", {}).get("renewTime"))
@@ -723,9 +724,13 @@ class ControlPlane(object):
                                    "lastHeartbeatTime": old.get("lastHeartbeatTime"),
                                    "lastTransitionTime": stamp()})
                 self.kube.patch("nodes", name, {"status": {"conditions": conditions}}, subresource="status")
+                changed.add(name)
             if stale != any(t["key"] == UNREACHABLE_TAINT for t in taints):
                 self.swap_unreachable_taint(name, stale)
-        return {n["metadata"]["name"]: self.kube.get("nodes", n["metadata"]["name"]) for n in nodes}
+                changed.add(name)
+        # the nodes as listed, those this pass changed as read again
+        return {n["metadata"]["name"]: self.kube.get("nodes", n["metadata"]["name"]) if n["metadata"]["name"] in changed
+                else n for n in nodes}
 
     def swap_unreachable_taint(self, name, add):
         """Add or remove the unreachable taint on the node as read now, with its resourceVersion (as the
@@ -1123,9 +1128,18 @@ class ControlPlane(object):
             # Each controller on its own, as in kube-controller-manager: one failing stops no other.
             steps = [("taint eviction", self.evict), ("pod GC", self.pod_gc), ("deployments", self.sync_deployments),
                      ("statefulsets", self.sync_statefulsets), ("attach/detach", self.sync_attachments)]
-            for name, step in steps if nodes is not None else []:
+            # One read of the pods per pass for every controller: kube-controller-manager's controllers
+            # share one pod informer (cmd/kube-controller-manager: InformerFactory.Core().V1().Pods()),
+            # a cache that shows one controller's change to the next a moment later, not at once.
+            pods = None
+            if nodes is not None:
                 try:
-                    step(nodes, self.kube.list("pods"))
+                    pods = self.kube.list("pods")
+                except Exception as exc:
+                    log("controlplane: pods: %s: %s" % (type(exc).__name__, exc))
+            for name, step in steps if pods is not None else []:
+                try:
+                    step(nodes, pods)
                 except Exception as exc:
                     log("controlplane: %s: %s: %s" % (name, type(exc).__name__, exc))
             try:

@@ -1,0 +1,165 @@
+"""The Ansible starter (volfence_lab/ansible_starter.py) runs a command as the program would: the same
+output and exit status, the caller's environment, a local temporary folder of its own, signals passed
+on, a killed caller's command ended, and the program itself when there is no starter."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from volfence_lab import ansible_runs
+from volfence_lab.ansible_runs import VENV_BIN, Starters, ansible_env, environment_key
+
+pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(VENV_BIN, "ansible")),
+                                reason="the project virtualenv has no ansible (make setup installs it)")
+
+
+def wait_until(predicate, what, bound=120):
+    deadline = time.monotonic() + bound
+    while not predicate():
+        assert time.monotonic() < deadline, "still not %s after %s s" % (what, bound)
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def starters():
+    owned = Starters()
+    owned.enabled = True
+    yield owned
+    owned.stop()
+
+
+@pytest.fixture
+def env(tmp_path):
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n"
+                         % os.path.join(VENV_BIN, "python"))
+    local_tmp = tmp_path / "local-tmp"
+    local_tmp.mkdir()
+    return ansible_env({"ANSIBLE_LOCAL_TEMP": str(local_tmp), "ANSIBLE_HOME": str(tmp_path / "home"),
+                        "INVENTORY": str(inventory)}, json_results=False)
+
+
+def adhoc(env, module, args):
+    return [os.path.join(VENV_BIN, "ansible"), "localhost", "-i", env["INVENTORY"], "-m", module, "-a", args]
+
+
+def run(argv, env, **options):
+    return subprocess.run(argv, cwd=ansible_runs.REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=300, **options)
+
+
+def through_starter(starters, cmd, env):
+    """The command as the starter runs it, once the environment's starter is ready."""
+    starters.command(cmd, env, ansible_runs.REPO)          # the first command of an environment: none yet
+    argv = starters.command(cmd, env, ansible_runs.REPO)   # the second starts one
+    assert argv[-len(cmd):] == cmd and argv[:len(argv) - len(cmd)] != []
+    sock = argv[argv.index("client") + 1]
+    wait_until(lambda: os.path.exists(sock), "a starter listening")
+    return argv
+
+
+def test_a_command_answers_as_the_program_does(starters, env):
+    for cmd in (adhoc(env, "ansible.builtin.command", "echo started"),
+                adhoc(env, "ansible.builtin.command", "false"),
+                adhoc(env, "no.such.module", "x=1")):
+        direct = run(cmd, env)
+        started = run(through_starter(starters, cmd, env), env)
+        assert (started.returncode, started.stdout) == (direct.returncode, direct.stdout)
+    assert direct.returncode != 0 and "no.such.module" in direct.stdout + direct.stderr
+
+
+def test_the_command_runs_in_the_callers_environment_and_tmp_of_its_own(starters, env):
+    argv = through_starter(starters, adhoc(env, "ansible.builtin.command", "printenv PYTEST_CURRENT_TEST"), env)
+    for name in ("first", "second"):
+        proc = run(argv, dict(env, PYTEST_CURRENT_TEST=name))
+        assert proc.returncode == 0 and proc.stdout.strip().endswith(name), proc.stdout + proc.stderr
+    # each command made its own local temporary folder and removed it, as the program does
+    assert os.listdir(env["ANSIBLE_LOCAL_TEMP"]) == []
+
+
+def test_the_default_local_tmp_is_in_ansible_home(starters, env):
+    env = dict(env)
+    del env["ANSIBLE_LOCAL_TEMP"]   # ansible-core's default: {{ ANSIBLE_HOME ~ "/tmp" }}
+    argv = through_starter(starters, adhoc(env, "ansible.builtin.ping", ""), env)
+    proc = run(argv, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert os.listdir(os.path.join(env["ANSIBLE_HOME"], "tmp")) == []
+    assert not [name for name in os.listdir(ansible_runs.REPO) if "{{" in name]
+
+
+def test_signals_reach_the_command_and_a_killed_caller_takes_it_along(starters, env):
+    cmd = adhoc(env, "ansible.builtin.command", "sleep 600")
+    argv = through_starter(starters, cmd, env)
+    starter = starters.procs[-1]
+
+    def commands():
+        with open("/proc/%d/task/%d/children" % (starter.pid, starter.pid)) as handle:
+            return handle.read().split()
+
+    results = {}
+    for how in ("direct", "starter"):
+        proc = subprocess.Popen(cmd if how == "direct" else argv, cwd=ansible_runs.REPO, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        if how == "starter":
+            wait_until(lambda: commands() != [], "a command started")
+        time.sleep(2)   # the module is running (sleep 600): a signal now interrupts the run
+        proc.send_signal(signal.SIGINT)
+        out, _err = proc.communicate(timeout=120)
+        results[how] = proc.returncode
+    assert results["starter"] == results["direct"]
+    wait_until(lambda: commands() == [], "the command reaped")
+
+    proc = subprocess.Popen(argv, cwd=ansible_runs.REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    wait_until(lambda: commands() != [], "a command started")
+    command = int(commands()[0])
+    proc.kill()
+    proc.wait()
+    wait_until(lambda: not os.path.exists("/proc/%d" % command) or open("/proc/%d/stat" % command).read()
+               .rsplit(")", 1)[1].split()[0] == "Z", "the command ended")
+    wait_until(lambda: commands() == [], "the command reaped")
+
+
+def test_without_a_starter_the_client_runs_the_program(env, tmp_path):
+    cmd = adhoc(env, "ansible.builtin.command", "echo alone")
+    argv = [os.path.join(VENV_BIN, "python"), "-I", "-S", ansible_runs.STARTER, "client",
+            str(tmp_path / "no-starter.sock"), "--"] + cmd
+    direct, alone = run(cmd, env), run(argv, env)
+    assert alone.returncode == direct.returncode == 0 and alone.stdout == direct.stdout
+
+
+def test_one_starter_per_environment_and_none_for_other_programs(starters, env):
+    key = environment_key(os.path.join(VENV_BIN, "ansible"), env, ansible_runs.REPO)
+    assert environment_key(os.path.join(VENV_BIN, "ansible"), dict(env, PYTEST_CURRENT_TEST="x"),
+                           ansible_runs.REPO) == key
+    assert environment_key(os.path.join(VENV_BIN, "ansible"), dict(env, ANSIBLE_FORKS="3"),
+                           ansible_runs.REPO) != key
+    assert environment_key(os.path.join(VENV_BIN, "ansible"), env, "/") != key
+    other = ["/usr/bin/ansible-playbook", "site.yml"]
+    assert starters.command(other, env, ansible_runs.REPO) == other
+    assert starters.command(other, env, ansible_runs.REPO) == other
+    cmd = adhoc(env, "ansible.builtin.ping", "")
+    for _ in range(3):
+        starters.command(cmd, env, ansible_runs.REPO)
+        starters.command(cmd, dict(env, ANSIBLE_FORKS="3"), ansible_runs.REPO)
+    assert len(starters.procs) == 2
+
+
+def test_off_it_returns_the_command(env):
+    starters = Starters()
+    cmd = adhoc(env, "ansible.builtin.ping", "")
+    assert [starters.command(cmd, env, ansible_runs.REPO) for _ in range(3)] == [cmd] * 3
+    assert starters.procs == []
+
+
+def test_a_stopped_starter_leaves_nothing_behind(starters, env):
+    argv = through_starter(starters, adhoc(env, "ansible.builtin.ping", ""), env)
+    sock = argv[argv.index("client") + 1]
+    starters.procs[-1].send_signal(signal.SIGTERM)   # as make test's stop sends it to every process
+    assert starters.procs[-1].wait(timeout=60) == 0
+    assert not os.path.exists(sock) and not os.path.exists(os.path.dirname(sock))
+    proc = run(argv, env)   # a client then runs the program itself
+    assert proc.returncode == 0 and "pong" in proc.stdout
