@@ -90,37 +90,73 @@ def test_the_default_local_tmp_is_in_ansible_home(starters, env):
     assert not [name for name in os.listdir(ansible_runs.REPO) if "{{" in name]
 
 
+SLEEP = "617"   # the module's command: a sleep no other process on the machine runs
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as handle:
+            return [int(child) for child in handle.read().split()]
+    except OSError:
+        return []
+
+
+def descendants(pid):
+    """The pids under pid (its children, theirs, ...)."""
+    found, todo = [], [pid]
+    while todo:
+        below = children(todo.pop())
+        found += below
+        todo += below
+    return found
+
+
+def kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def module_running(pid):
+    """The `sleep SLEEP` a command under pid runs (its module's), or None."""
+    for child in descendants(pid):
+        try:
+            with open("/proc/%d/cmdline" % child) as handle:
+                if handle.read().split("\0")[:2] == ["sleep", SLEEP]:
+                    return child
+        except OSError:
+            continue
+    return None
+
+
 def test_signals_reach_the_command_and_a_killed_caller_takes_it_along(starters, env):
-    cmd = adhoc(env, "ansible.builtin.command", "sleep 600")
+    cmd = adhoc(env, "ansible.builtin.command", "sleep " + SLEEP)
     argv = through_starter(starters, cmd, env)
     starter = starters.procs[-1]
-
-    def commands():
-        with open("/proc/%d/task/%d/children" % (starter.pid, starter.pid)) as handle:
-            return handle.read().split()
-
-    results = {}
+    results, sleeps = {}, []
     for how in ("direct", "starter"):
         proc = subprocess.Popen(cmd if how == "direct" else argv, cwd=ansible_runs.REPO, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-        if how == "starter":
-            wait_until(lambda: commands() != [], "a command started")
-        time.sleep(2)   # the module is running (sleep 600): a signal now interrupts the run
+        # the module runs: a signal now interrupts the run (not Python's start-up)
+        wait_until(lambda: module_running(proc.pid if how == "direct" else starter.pid), "the module running")
+        sleeps.append(module_running(proc.pid if how == "direct" else starter.pid))
         proc.send_signal(signal.SIGINT)
-        out, _err = proc.communicate(timeout=120)
+        proc.communicate(timeout=120)
         results[how] = proc.returncode
+    for pid in sleeps:   # what an interrupted run leaves of its module, either way
+        kill(pid)
     assert results["starter"] == results["direct"]
-    wait_until(lambda: commands() == [], "the command reaped")
+    wait_until(lambda: descendants(starter.pid) == [], "the command reaped")
 
     proc = subprocess.Popen(argv, cwd=ansible_runs.REPO, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    wait_until(lambda: commands() != [], "a command started")
-    command = int(commands()[0])
+    wait_until(lambda: module_running(starter.pid), "the module running")
+    sleep, commands = module_running(starter.pid), children(starter.pid)
     proc.kill()
     proc.wait()
-    wait_until(lambda: not os.path.exists("/proc/%d" % command) or open("/proc/%d/stat" % command).read()
-               .rsplit(")", 1)[1].split()[0] == "Z", "the command ended")
-    wait_until(lambda: commands() == [], "the command reaped")
+    wait_until(lambda: all(not os.path.exists("/proc/%d" % pid) for pid in commands), "the command ended and reaped")
+    kill(sleep)   # a killed `ansible` leaves its module running: so does this
 
 
 def test_without_a_starter_the_client_runs_the_program(env, tmp_path):
