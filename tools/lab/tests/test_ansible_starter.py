@@ -5,22 +5,17 @@ on, a killed caller's command ended, and the program itself when there is no sta
 import os
 import signal
 import subprocess
-import time
 
 import pytest
+from kubeemu.wait import wait_until
 
 from volfence_lab import ansible_runs
 from volfence_lab.ansible_runs import VENV_BIN, Starters, ansible_env, environment_key
 
+WAIT = 120   # for a state that comes in well under a second on an idle machine
+
 pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(VENV_BIN, "ansible")),
                                 reason="the project virtualenv has no ansible (make setup installs it)")
-
-
-def wait_until(predicate, what, bound=120):
-    deadline = time.monotonic() + bound
-    while not predicate():
-        assert time.monotonic() < deadline, "still not %s after %s s" % (what, bound)
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -57,7 +52,7 @@ def through_starter(starters, cmd, env):
     argv = starters.command(cmd, env, ansible_runs.REPO)   # the second starts one
     assert argv[-len(cmd):] == cmd and argv[:len(argv) - len(cmd)] != []
     sock = argv[argv.index("client") + 1]
-    wait_until(lambda: os.path.exists(sock), "a starter listening")
+    wait_until(lambda: os.path.exists(sock), timeout=WAIT, what="a starter listening")
     return argv
 
 
@@ -139,23 +134,25 @@ def test_signals_reach_the_command_and_a_killed_caller_takes_it_along(starters, 
         proc = subprocess.Popen(cmd if how == "direct" else argv, cwd=ansible_runs.REPO, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         # the module runs: a signal now interrupts the run (not Python's start-up)
-        wait_until(lambda: module_running(proc.pid if how == "direct" else starter.pid), "the module running")
-        sleeps.append(module_running(proc.pid if how == "direct" else starter.pid))
+        root = proc.pid if how == "direct" else starter.pid
+        wait_until(lambda: module_running(root), timeout=WAIT, what="the module running")
+        sleeps.append(module_running(root))
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=120)
         results[how] = proc.returncode
     for pid in sleeps:   # what an interrupted run leaves of its module, either way
         kill(pid)
     assert results["starter"] == results["direct"]
-    wait_until(lambda: descendants(starter.pid) == [], "the command reaped")
+    wait_until(lambda: descendants(starter.pid) == [], timeout=WAIT, what="the command reaped")
 
     proc = subprocess.Popen(argv, cwd=ansible_runs.REPO, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    wait_until(lambda: module_running(starter.pid), "the module running")
+    wait_until(lambda: module_running(starter.pid), timeout=WAIT, what="the module running")
     sleep, commands = module_running(starter.pid), children(starter.pid)
     proc.kill()
     proc.wait()
-    wait_until(lambda: all(not os.path.exists("/proc/%d" % pid) for pid in commands), "the command ended and reaped")
+    wait_until(lambda: all(not os.path.exists("/proc/%d" % pid) for pid in commands), timeout=WAIT,
+               what="the command ended and reaped")
     kill(sleep)   # a killed `ansible` leaves its module running: so does this
 
 

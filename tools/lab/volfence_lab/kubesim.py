@@ -1129,8 +1129,9 @@ class ControlPlane(object):
             steps = [("taint eviction", self.evict), ("pod GC", self.pod_gc), ("deployments", self.sync_deployments),
                      ("statefulsets", self.sync_statefulsets), ("attach/detach", self.sync_attachments)]
             # One read of the pods per pass for every controller: kube-controller-manager's controllers
-            # share one pod informer (cmd/kube-controller-manager: InformerFactory.Core().V1().Pods()),
-            # a cache that shows one controller's change to the next a moment later, not at once.
+            # share one pod informer (cmd/kube-controller-manager/app, e.g. startJobController:
+            # controllerContext.InformerFactory.Core().V1().Pods()), a cache that shows one
+            # controller's change to the next a moment later, not at once.
             pods = None
             if nodes is not None:
                 try:
