@@ -24,6 +24,7 @@ from volfence_lab.ansible_runs import (  # noqa: F401
     ansible_command,
     ansible_env,
     mode_options,
+    module_interpreter,
     run_module,
     run_playbook,
 )

@@ -22,7 +22,7 @@ from kubeemu.client import KubeClient
 from kubeemu.csi import attachment_name  # noqa: F401  (the tests import it from here)
 from kubeemu.wait import wait_until  # noqa: F401  (the tests import it from here)
 
-from labtools import ansible_command, mode_options
+from labtools import ansible_command, mode_options, module_interpreter
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -30,7 +30,6 @@ REAL_CLUSTER = bool(os.environ.get("KUBECONFIG"))
 EMULATOR_ONLY = ("emulator-only: needs the emulator's admin API (faults, request log, version switch); "
                  "KUBECONFIG is set, so these tests run against a real cluster")
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
-VENV_PYTHON = os.path.join(VENV_BIN, "python")
 COLLECTIONS = os.path.join(REPO, ".cache", "collections")
 GROUP = "csiaddons.openshift.io"
 VERSION = "v1alpha1"
@@ -158,7 +157,8 @@ class AnsibleRunner(object):
         if inventory is None:
             inventory = os.path.join(self.tmpdir, "inventory.ini")
             with open(inventory, "w") as handle:
-                handle.write("localhost ansible_connection=local ansible_python_interpreter=%s\n" % VENV_PYTHON)
+                handle.write("localhost ansible_connection=local ansible_python_interpreter=%s\n"
+                             % module_interpreter())
         self.inventory = inventory
         os.makedirs(os.path.join(self.tmpdir, "tmp"), exist_ok=True)
 

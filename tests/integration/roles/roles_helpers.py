@@ -17,7 +17,7 @@ import time
 from kubeemu.client import Admin, KubeClient
 from kubeemu.csi import NetworkFenceStandIn, csiaddons_crds
 
-from labtools import ANSIBLE_BIN, CSI_ADDONS_FIXTURE, REPO, ansible_env, build_release_mirror, run_playbook  # noqa: F401
+from labtools import ANSIBLE_BIN, CSI_ADDONS_FIXTURE, REPO, ansible_env, build_release_mirror, module_interpreter, run_playbook  # noqa: F401,E501
 
 NF_API = "/apis/csiaddons.openshift.io/v1alpha1"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -178,7 +178,7 @@ class RoleRunner(object):
         self.kubeconfig = kubeconfig
         self.inventory = str(tmp_path / "inventory.yml")
         with open(self.inventory, "w") as handle:
-            handle.write(INVENTORY.format(python=json.dumps(os.path.join(ANSIBLE_BIN, "python"))))
+            handle.write(INVENTORY.format(python=json.dumps(module_interpreter())))
         self.playbook = str(tmp_path / ("%s.yml" % role))
         with open(self.playbook, "w") as handle:
             handle.write(PLAYBOOK.format(role=role))

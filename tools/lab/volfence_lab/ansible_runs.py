@@ -9,6 +9,9 @@ import datetime
 import hashlib
 import json
 import os
+import shlex
+import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -46,13 +49,16 @@ def ansible_env(extra=None, collections=COLLECTIONS, json_results=True, caller_c
 
 
 STARTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ansible_starter.py")
+PYTHON_STARTERS = "VOLFENCE_PYTHON_STARTERS"   # python_starter.VARIABLE (that file imports nothing of ours)
 
 
 class Starters(object):
     """This process's Ansible starters (ansible_starter.py), one per environment a command ran in: the
     second command of an environment starts one; the commands after it go through it once it is ready
-    (until then, and if it fails, the client runs the command itself). Off unless `enabled`: the
-    integration tests turn it on (their conftest.py); a benchmark times Ansible as a user starts it."""
+    (until then, and if it fails, the client runs the command itself). And the folder of the Python
+    starters its commands' modules may run through (python_starter.py): named in the commands'
+    environment, owned by this process. Off unless `enabled`: the integration tests turn it on (their
+    conftest.py); a benchmark times Ansible as a user starts it."""
 
     def __init__(self):
         self.enabled = False
@@ -60,13 +66,16 @@ class Starters(object):
         self.seen = {}       # environment key -> socket path, or None before its second command
         self.procs = []
         self.folder = None
+        self.python_folder = None
 
     def command(self, cmd, env, cwd):
-        """The argv that runs cmd: through the environment's starter when cmd is the project's ansible."""
+        """The argv that runs cmd: through the environment's starter when cmd is the project's ansible.
+        It also names the Python starters' folder in env (the dict the command is run with)."""
         program = cmd[0]
         if not self.enabled or os.path.dirname(program) != VENV_BIN or \
                 os.path.basename(program) not in ("ansible", "ansible-playbook"):
             return list(cmd)
+        env[PYTHON_STARTERS] = self.python_starters()
         key = environment_key(program, env, cwd)
         with self.lock:
             if key not in self.seen:
@@ -77,10 +86,44 @@ class Starters(object):
                 sock = self.seen[key] = self.start(env, cwd)
         return [os.path.join(VENV_BIN, "python"), "-I", "-S", STARTER, "client", sock, "--"] + list(cmd)
 
+    def stop_at_exit(self):
+        if self.folder is None and self.python_folder is None:
+            atexit.register(self.stop)
+
+    def python_starters(self):
+        """The Python starters' folder (made once): the `owner` file names this process, whose end ends them."""
+        if self.python_folder is None:
+            self.stop_at_exit()
+            self.python_folder = tempfile.mkdtemp(prefix="vf-python-starters-")
+            with open(os.path.join(self.python_folder, "owner"), "w") as handle:
+                handle.write("%d\n" % os.getpid())
+        return self.python_folder
+
+    def interpreter(self, python):
+        """A wrapper of `python` that this run's Python starters may serve (made once per interpreter)."""
+        from volfence_lab import python_starter
+        path = os.path.join(self.python_starters(), "python-" + hashlib.sha256(python.encode()).hexdigest()[:8])
+        if not os.path.exists(path):
+            python_starter.interpreter_wrapper(path + ".new", shlex.quote(python),
+                                               "%s, which python_starter.py may serve" % python)
+            os.rename(path + ".new", path)
+        return path
+
+    def python_starter_pids(self):
+        folder = self.python_folder
+        pids = []
+        for name in os.listdir(folder) if folder and os.path.isdir(folder) else []:
+            if name.endswith(".pid"):
+                try:
+                    with open(os.path.join(folder, name)) as handle:
+                        pids.append(int(handle.read()))
+                except (OSError, ValueError):
+                    pass
+        return pids
+
     def start(self, env, cwd):
         if self.folder is None or not os.path.isdir(self.folder):   # (a starter that stopped alone removes it)
-            if self.folder is None:
-                atexit.register(self.stop)
+            self.stop_at_exit()
             self.folder = tempfile.mkdtemp(prefix="vf-ansible-starters-")
         sock = os.path.join(self.folder, "%d.sock" % len(self.procs))
         with open(sock + ".log", "w") as log:
@@ -93,9 +136,9 @@ class Starters(object):
         """CPU seconds of the running starters and the commands they ran (which the caller's own
         RUSAGE_CHILDREN does not count: they are the starters' children)."""
         total = 0.0
-        for proc in self.procs:
+        for pid in [proc.pid for proc in self.procs] + self.python_starter_pids():
             try:
-                with open("/proc/%d/stat" % proc.pid) as handle:
+                with open("/proc/%d/stat" % pid) as handle:
                     fields = handle.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
@@ -107,10 +150,15 @@ class Starters(object):
             proc.kill()
             proc.wait()
         self.procs = []
-        if self.folder and os.path.isdir(self.folder):   # a starter that stopped alone removed it
-            for name in os.listdir(self.folder):
-                os.unlink(os.path.join(self.folder, name))
-            os.rmdir(self.folder)
+        for pid in self.python_starter_pids():   # (not this process's children: they end on SIGTERM)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for folder in (self.folder, self.python_folder):   # (a starter that stopped alone removed its socket)
+            if folder and os.path.isdir(folder):
+                shutil.rmtree(folder, ignore_errors=True)
+        self.python_folder = None
         self.folder = None
         self.seen.clear()
 
@@ -142,6 +190,13 @@ def ansible_command(cmd, env, cwd=REPO):
     Ansible starter of that environment when there is one (ansible_starter.py: Ansible's start-up paid
     once). Every test and benchmark that runs the project's `ansible` or `ansible-playbook` runs this."""
     return STARTERS.command(cmd, env, cwd)
+
+
+def module_interpreter(python=os.path.join(VENV_BIN, "python")):
+    """The `ansible_python_interpreter` of a test's own inventory: `python` (the project virtualenv's by
+    default); when the Python starters are on, through a wrapper they may serve (python_starter.py), one
+    per interpreter: a starter serves one interpreter command."""
+    return STARTERS.interpreter(python) if STARTERS.enabled else python
 
 
 def mode_options(check=False, diff=False):

@@ -36,8 +36,9 @@ FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 # ----------------------------------------------------------------------------- client (stdlib only)
 
-def client(sock_path, argv):
-    """Run argv through the starter at sock_path, or itself when there is none; never returns."""
+def client(sock_path, argv, fallback=None):
+    """Run argv through the starter at sock_path, or `fallback` (argv itself by default) when there is
+    none; never returns."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(sock_path)
@@ -51,7 +52,8 @@ def client(sock_path, argv):
         started = ""
     if not started:
         conn.close()
-        os.execv(argv[0], argv)   # no starter: the command as it is
+        fallback = fallback or argv
+        os.execv(fallback[0], fallback)   # no starter: the command as it is
 
     def forward(signum, _frame):
         try:
@@ -78,8 +80,10 @@ class Starter(object):
     """Accepts commands on a Unix socket and runs each in a fork of this process. One thread only: a
     fork of a process with other threads could inherit a lock another thread held."""
 
-    def __init__(self, sock_path):
+    def __init__(self, sock_path, become=None):
         self.sock_path = sock_path
+        # what the fork does with a request: become_the_command(request, fds, own_fds), never returning
+        self.become = become or become_the_command
         self.selector = selectors.DefaultSelector()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(sock_path)
@@ -88,26 +92,34 @@ class Starter(object):
         self.wakeup_read, self.wakeup_write = os.pipe()
         os.set_blocking(self.wakeup_write, False)
         self.selector.register(self.wakeup_read, selectors.EVENT_READ, "child")
+        self.stop_fd = None
         self.commands = {}   # pid -> client connection
         self.clients = {}    # client connection -> [pid or None, buffered bytes]
 
     def own_fds(self):
         fds = [self.listener.fileno(), self.wakeup_read, self.wakeup_write]
+        fds += [self.stop_fd] if self.stop_fd is not None else []
         fds += [conn.fileno() for conn in self.clients]
         selector_fd = getattr(self.selector, "fileno", None)
         return fds + ([selector_fd()] if selector_fd else [])
 
-    def serve(self):
-        """Until the process that started it is gone (PR_SET_PDEATHSIG would follow the thread that started
-        it, not the process)."""
+    def serve(self, stop_fd=None):
+        """Until SIGTERM, or stop_fd is readable (a pidfd: its process ended), or without one until the
+        process that started it is gone (PR_SET_PDEATHSIG would follow the thread that started it, not
+        the process)."""
         signal.set_wakeup_fd(self.wakeup_write)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         stopping = []
         signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+        if stop_fd is not None:
+            self.stop_fd = stop_fd
+            self.selector.register(stop_fd, selectors.EVENT_READ, "stop")
         parent = os.getppid()
-        while os.getppid() == parent and not stopping:
+        while (stop_fd is not None or os.getppid() == parent) and not stopping:
             for key, _events in self.selector.select(timeout=2):
-                if key.data == "accept":
+                if key.data == "stop":
+                    stopping.append(True)
+                elif key.data == "accept":
                     conn, _ = self.listener.accept()
                     self.clients[conn] = [None, b""]
                     self.selector.register(conn, selectors.EVENT_READ, "client")
@@ -203,19 +215,16 @@ class Starter(object):
         if pid:
             return pid
         try:
-            become_the_command(request["argv"], request["cwd"], request["env"], fds, self.own_fds())
+            self.become(request, fds, self.own_fds())
         except BaseException:   # noqa: the fork must never return into the starter's loop
             import traceback
             traceback.print_exc()
             os._exit(255)
 
 
-def become_the_command(argv, cwd, env, fds, own_fds):
-    """In the fork: the process a fresh `argv[0]` would be at the start of its main(), then main()."""
-    import atexit
-    import importlib
-    from ansible import constants
-
+def take_the_request(request, fds, own_fds):
+    """In the fork: what the starter set up undone (signal handlers, its descriptors), the request's
+    standard streams, folder and environment taken."""
     gc.enable()
     signal.set_wakeup_fd(-1)
     for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
@@ -229,9 +238,42 @@ def become_the_command(argv, cwd, env, fds, own_fds):
                 os.close(fd)
             except OSError:
                 pass
-    os.chdir(cwd)
-    os.environ.clear()   # the command's own (it differs from the starter's only in what ansible-core
-    os.environ.update(env)   # does not read at import: environment_key in ansible_runs.py)
+    os.chdir(request["cwd"])
+    os.environ.clear()   # the request's own (it differs from the starter's only in what was not read at
+    os.environ.update(request["env"])   # import: environment_key in ansible_runs.py, python_starter.py)
+
+
+def exit_as_python_does(code):
+    """The end of a Python program: SystemExit's code as the interpreter reads it, the threads it waits
+    for, its exit functions, its streams flushed."""
+    import atexit
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        sys.stderr.write("%s\n" % code)
+        code = 1
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+    except Exception:   # as the interpreter: a stdout it cannot flush is exit status 120
+        code = 120
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os._exit(code & 0xFF)
+
+
+def become_the_command(request, fds, own_fds):
+    """In the fork: the process a fresh `argv[0]` would be at the start of its main(), then main()."""
+    import importlib
+    from ansible import constants
+
+    take_the_request(request, fds, own_fds)
+    argv = request["argv"]
     sys.argv = list(argv)
     # ansible-core makes its local temporary folder while reading its configuration, and removes it at
     # exit: the fork makes one of its own, as the program would
@@ -242,16 +284,7 @@ def become_the_command(argv, cwd, env, fds, own_fds):
         code = main()
     except SystemExit as exc:
         code = exc.code
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        sys.stderr.write("%s\n" % code)
-        code = 1
-    # the end of a Python program: its exit functions, its streams flushed
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code & 0xFF)
+    exit_as_python_does(code)
 
 
 def starter_main(sock_path):

@@ -190,11 +190,12 @@ def visible_paths(extra=()):
     return chosen
 
 
-def wrapper_script(release, program, extra_paths=()):
-    """A /bin/sh script that runs `program` (with the script's arguments) with the release's Ceph."""
+def wrapper_script(release, program, extra_paths=(), first=""):
+    """A /bin/sh script that runs `program` (with the script's arguments) with the release's Ceph;
+    `first`, shell lines run before anything else (the lab's Python: python_starter.starter_hook)."""
     release = check_release(release)
     root = root_path(release)
-    header = "#!/bin/sh\n# Ceph %s (%s): %s\n" % (release, RELEASES[release]["name"], program)
+    header = "#!/bin/sh\n# Ceph %s (%s): %s\n%s" % (release, RELEASES[release]["name"], program, first)
     if root is None:
         return header + "exec %s \"$@\"\n" % shlex.quote(program)
     paths = " ".join(shlex.quote(p) for p in visible_paths(extra_paths))

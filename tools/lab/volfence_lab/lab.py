@@ -49,6 +49,7 @@ from kubeemu.wait import WAITED, wait_until
 
 from volfence_lab import ceph_releases
 from volfence_lab import clocks as clockmod
+from volfence_lab import python_starter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The checkout this package lives in (tools/lab/volfence_lab: installed editable, never copied).
@@ -382,8 +383,10 @@ def write_ceph_wrappers(cfg):
     os.makedirs(cfg.ceph_bin, exist_ok=True)
     for name in CEPH_TOOLS:
         program = HOST_PYTHON if name == "python3" else "/usr/bin/" + name
+        # the ceph-admin host's Python runs modules: a test run's Python starter may serve it
+        first = python_starter.starter_hook(sys.executable) if name == "python3" else ""
         with open(cfg.tool(name), "w") as handle:
-            handle.write(ceph_releases.wrapper_script(cfg.release, program, extra_paths=(REPO, cfg.dir)))
+            handle.write(ceph_releases.wrapper_script(cfg.release, program, extra_paths=(REPO, cfg.dir), first=first))
         os.chmod(cfg.tool(name), 0o755)
     return stamp["version"]
 
@@ -418,21 +421,26 @@ def write_env(cfg):
 
 
 def write_node_wrappers(cfg):
-    """One interpreter per simulated node: Ansible runs node-side modules inside its namespace."""
+    """The hosts' interpreters: one per simulated node (Ansible runs node-side modules inside its
+    namespace), and the k8s-api host's (the project virtualenv's Python). A test run's Python starter
+    may serve them (python_starter.py); without one they run the interpreter itself."""
     os.makedirs(cfg.bin_dir, exist_ok=True)
     for name in cfg.nodes:
-        path = os.path.join(cfg.bin_dir, "python-" + name)
-        with open(path, "w") as handle:
-            # nsenter --net, not `ip netns exec`: the latter also unshares the mount namespace,
-            # and node-side modules must see and change the node's real mount table.
-            handle.write("#!/bin/sh\nexec nsenter --net=/run/netns/%s %s \"$@\"\n" % (cfg.netns(name), HOST_PYTHON))
-        os.chmod(path, 0o755)
+        # nsenter --net, not `ip netns exec`: the latter also unshares the mount namespace,
+        # and node-side modules must see and change the node's real mount table.
+        python_starter.interpreter_wrapper(
+            os.path.join(cfg.bin_dir, "python-" + name),
+            "nsenter --net=/run/netns/%s %s" % (cfg.netns(name), HOST_PYTHON), "node %s: its network namespace, this machine's Python" % name)
+    python_starter.interpreter_wrapper(os.path.join(cfg.bin_dir, "python-k8s-api"), shlex.quote(venv_python()),
+                                       "k8s-api: the project virtualenv's Python (kubernetes, kubernetes.core)")
+
+
+def venv_python():
+    path = os.path.join(REPO, ".venv", "bin", "python")
+    return path if os.path.exists(path) else sys.executable
 
 
 def write_inventory(cfg):
-    venv_python = os.path.join(REPO, ".venv", "bin", "python")
-    if not os.path.exists(venv_python):
-        venv_python = sys.executable
     kubeconfig = os.path.join(cfg.dir, "kubeconfig")
     out = [
         "---",
@@ -455,7 +463,7 @@ def write_inventory(cfg):
         "      hosts:",
         "        k8s-api:",
         "          ansible_connection: local",
-        "          ansible_python_interpreter: %s" % json.dumps(venv_python),
+        "          ansible_python_interpreter: %s" % json.dumps(os.path.join(cfg.bin_dir, "python-k8s-api")),
         "    k8s_nodes:",
         "      hosts:",
     ]

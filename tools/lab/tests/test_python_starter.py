@@ -1,0 +1,149 @@
+"""The Python starter (volfence_lab/python_starter.py) runs a program as the interpreter would: the same
+output, exit status, arguments, path, folder and environment (without its own variable); only runs of
+the environment it was started in reach it; it ends with the process that owns its folder; imports that
+read a variable it does not key on make it serve nothing."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from kubeemu.wait import wait_until
+
+from volfence_lab import python_starter
+from volfence_lab.ansible_runs import VENV_BIN, Starters
+
+WAIT = 120   # for a state that comes in well under a second on an idle machine
+
+PROGRAM = r'''
+import json, os, sys
+what = {"argv": sys.argv, "path0": sys.path[0], "name": __name__, "file": globals().get("__file__"),
+        "cwd": os.getcwd(), "mine": os.environ.get("MINE"), "starters": os.environ.get("VOLFENCE_PYTHON_STARTERS"),
+        "stdin": sys.stdin.read() if len(sys.argv) > 2 and sys.argv[2] == "read" else None,
+        "main": sys.modules["__main__"].__dict__ is globals()}
+print(json.dumps(what))
+sys.stderr.write("to stderr\n")
+ending = sys.argv[1] if len(sys.argv) > 1 else ""
+if ending == "code":
+    sys.exit(3)
+if ending == "message":
+    sys.exit("a message")
+if ending == "raise":
+    raise ValueError("raised")
+'''
+
+
+@pytest.fixture
+def starters():
+    owned = Starters()
+    yield owned
+    owned.stop()
+
+
+@pytest.fixture
+def setup(tmp_path, starters):
+    python = tmp_path / "python"
+    python_starter.interpreter_wrapper(str(python), os.path.join(VENV_BIN, "python"), "the test's interpreter")
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM)
+    return {"python": str(python), "program": str(program), "folder": starters.python_starters(), "tmp": tmp_path}
+
+
+def run(setup, args, starters=True, stdin="", **extra):
+    env = dict(os.environ, MINE="mine", **extra)
+    env.pop("VOLFENCE_PYTHON_STARTERS", None)
+    if starters:
+        env["VOLFENCE_PYTHON_STARTERS"] = setup["folder"]
+    return subprocess.run([setup["python"]] + args, cwd=str(setup["tmp"]), env=env, input=stdin,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+
+
+def starter_pids(folder):
+    return [int(open(os.path.join(folder, name)).read()) for name in os.listdir(folder) if name.endswith(".pid")]
+
+
+def ready(setup, args=None, **extra):
+    """Two runs (the first marks the environment, the second starts its starter), then its socket."""
+    for _ in range(2):
+        run(setup, args or [setup["program"]], **extra)
+    wait_until(lambda: starter_pids(setup["folder"]), timeout=WAIT, what="a Python starter listening")
+
+
+def comparable(proc):
+    # the traceback names the starter's frames above the program's: compare from the program's own
+    err = proc.stderr[proc.stderr.find('File "'):] if "Traceback" in proc.stderr else proc.stderr
+    err = err[err.find(os.path.basename(PROGRAM_NAME)):] if "Traceback" in proc.stderr else err
+    return proc.returncode, proc.stdout, err
+
+
+PROGRAM_NAME = "program.py"
+
+
+@pytest.mark.parametrize("ending", ["", "code", "message", "raise"])
+def test_a_program_file_answers_as_the_interpreter(setup, ending):
+    ready(setup)
+    direct = run(setup, [setup["program"], ending], starters=False)
+    served = run(setup, [setup["program"], ending])
+    assert comparable(served) == comparable(direct)
+    assert served.returncode == {"": 0, "code": 3, "message": 1, "raise": 1}[ending]
+    what = __import__("json").loads(served.stdout)
+    assert what["starters"] is None and what["mine"] == "mine" and what["name"] == "__main__" and what["main"]
+    assert what["path0"] == os.path.dirname(os.path.realpath(setup["program"]))
+
+
+def test_a_program_on_standard_input_answers_as_the_interpreter(setup):
+    ready(setup, [])
+    direct = run(setup, [], starters=False, stdin=PROGRAM)
+    served = run(setup, [], stdin=PROGRAM)
+    assert (served.returncode, served.stdout, served.stderr) == (direct.returncode, direct.stdout, direct.stderr)
+    assert __import__("json").loads(served.stdout)["path0"] == ""
+
+
+def test_runs_reach_the_starter_of_their_environment_only(setup, tmp_path):
+    probe = tmp_path / "parent.py"
+    probe.write_text("import os\nprint(os.getppid())\n")
+    ready(setup, [str(probe)])
+    (pid,) = starter_pids(setup["folder"])
+    assert int(run(setup, [str(probe)]).stdout) == pid
+    # another KUBECONFIG (read by kubernetes at import) is another environment: the interpreter itself
+    other = run(setup, [str(probe)], KUBECONFIG=str(tmp_path / "other"))
+    assert int(other.stdout) != pid
+    # an option (here -c) is the interpreter's own business
+    assert run(setup, ["-c", "print(1)"]).stdout == "1\n"
+
+
+def test_a_starter_ends_with_the_owner_of_its_folder(setup):
+    owner = subprocess.Popen(["sleep", "600"])
+    with open(os.path.join(setup["folder"], "owner"), "w") as handle:
+        handle.write("%d\n" % owner.pid)
+    ready(setup)
+    (pid,) = starter_pids(setup["folder"])
+    owner.kill()
+    owner.wait()
+    wait_until(lambda: not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2] == "Z",
+               timeout=WAIT, what="the starter gone with its owner")
+    assert not [name for name in os.listdir(setup["folder"]) if name.endswith(".sock")]
+
+
+def test_imports_that_read_an_unkeyed_variable_make_the_starter_serve_nothing(tmp_path):
+    (tmp_path / "reads_at_import.py").write_text("import os\nSETTING = os.environ.get('SOME_SETTING')\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        read = python_starter.import_ahead(["reads_at_import", "no_such_library_here"])
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("reads_at_import", None)
+    assert "SOME_SETTING" in read and not python_starter.keyed("SOME_SETTING")
+    assert python_starter.keyed("KUBECONFIG") and python_starter.keyed("PYTHONPATH")
+
+
+def test_the_preimports_read_only_keyed_variables():
+    """On the interpreters here (the project's and this machine's); the starter also checks as it starts."""
+    for python in (os.path.join(VENV_BIN, "python"), "/usr/bin/python3"):
+        if not os.path.exists(python):
+            continue
+        out = subprocess.run([python, "-c", "import sys; sys.path.insert(0, %r); import python_starter as p; "
+                              "print(sorted(n for n in p.import_ahead(p.PREIMPORTS) if not p.keyed(n)))"
+                              % os.path.dirname(python_starter.HERE)],
+                             stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+        assert out.strip() == "[]", (python, out)
