@@ -7,9 +7,11 @@ prefix and a results folder of its own, so that it cannot touch the suite's own 
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 from kubeemu.wait import wait_until
@@ -90,7 +92,10 @@ def test_sigterm_halfway_stops_every_command_and_lab_it_started(tmp_path, leaves
     # as make runs it from a shell: none of the lab this test itself runs on (LAB_*, CEPH_*, KUBECONFIG)
     env = dict((k, v) for k, v in os.environ.items()
                if not k.startswith(("LAB_", "CEPH_")) and k not in ("KUBECONFIG", "VOLFENCE_TEST_TIMINGS"))
-    env.update(TEST_LAB_PREFIX=PREFIX, TEST_RESULTS_DIR=str(tmp_path))
+    # a short temporary folder of the run's own (a Unix socket's path has at most 108 bytes): the starters'
+    # folders are made there (ansible_runs.Starters)
+    run_tmp = tempfile.mkdtemp(prefix="vfz-")
+    env.update(TEST_LAB_PREFIX=PREFIX, TEST_RESULTS_DIR=str(tmp_path), TMPDIR=run_tmp)
     run = subprocess.Popen(["/usr/bin/python3", os.path.join(REPO, "scripts", "run_tests.py"), "ceph-16"],
                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True)
@@ -115,6 +120,14 @@ def test_sigterm_halfway_stops_every_command_and_lab_it_started(tmp_path, leaves
     assert "make test: SIGTERM received: stopping" in output and "1 lab(s) down" in output, output[-3000:]
     left = [(p, cmdline(p)) for p in started if alive(p)]
     assert left == [], left
+    # the starters (a Python starter is not a descendant: it left its caller) end with the pytest that owns
+    # them, and the last takes their folder along
+    def starters_left():
+        return [(p, cmdline(p)) for p in map(int, filter(str.isdigit, os.listdir("/proc")))
+                if run_tmp in cmdline(p) and alive(p)] + \
+            [name for name in os.listdir(run_tmp) if name.startswith(("vf-python-starters-", "vf-ansible-starters-"))]
+    assert wait_until(lambda: not starters_left(), 60, step=0.5), starters_left()
+    shutil.rmtree(run_tmp, ignore_errors=True)
     assert netns_of_the_lab() == []
     status = lab_status()
     assert status["processes"] == 0 and not status["up"], status

@@ -46,26 +46,28 @@ def setup(tmp_path, starters):
     python_starter.interpreter_wrapper(str(python), os.path.join(VENV_BIN, "python"), "the test's interpreter")
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
-    return {"python": str(python), "program": str(program), "folder": starters.python_starters(), "tmp": tmp_path}
+    value = starters.python_starters()
+    return {"python": str(python), "program": str(program), "value": value, "folder": value.split(":", 1)[1],
+            "tmp": tmp_path}
 
 
 def run(setup, args, starters=True, stdin="", **extra):
     env = dict(os.environ, MINE="mine", **extra)
     env.pop("VOLFENCE_PYTHON_STARTERS", None)
     if starters:
-        env["VOLFENCE_PYTHON_STARTERS"] = setup["folder"]
+        env["VOLFENCE_PYTHON_STARTERS"] = setup["value"]
     return subprocess.run([setup["python"]] + args, cwd=str(setup["tmp"]), env=env, input=stdin,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
 
 
 def starter_pids(folder):
-    return [int(open(os.path.join(folder, name)).read()) for name in os.listdir(folder) if name.endswith(".pid")]
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return [int(open(os.path.join(folder, name)).read()) for name in names if name.endswith(".pid")]
 
 
 def ready(setup, args=None, **extra):
-    """Two runs (the first marks the environment, the second starts its starter), then its socket."""
-    for _ in range(2):
-        run(setup, args or [setup["program"]], **extra)
+    """A run (the first of an environment starts its starter), then the starter listening."""
+    run(setup, args or [setup["program"]], **extra)
     wait_until(lambda: starter_pids(setup["folder"]), timeout=WAIT, what="a Python starter listening")
 
 
@@ -114,15 +116,14 @@ def test_runs_reach_the_starter_of_their_environment_only(setup, tmp_path):
 
 def test_a_starter_ends_with_the_owner_of_its_folder(setup):
     owner = subprocess.Popen(["sleep", "600"])
-    with open(os.path.join(setup["folder"], "owner"), "w") as handle:
-        handle.write("%d\n" % owner.pid)
+    setup["value"] = "%d:%s" % (owner.pid, setup["folder"])
     ready(setup)
     (pid,) = starter_pids(setup["folder"])
     owner.kill()
     owner.wait()
     wait_until(lambda: not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2] == "Z",
                timeout=WAIT, what="the starter gone with its owner")
-    assert not [name for name in os.listdir(setup["folder"]) if name.endswith(".sock")]
+    wait_until(lambda: not os.path.exists(setup["folder"]), timeout=WAIT, what="the owner's folder removed")
 
 
 def test_imports_that_read_an_unkeyed_variable_make_the_starter_serve_nothing(tmp_path):

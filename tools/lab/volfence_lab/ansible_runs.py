@@ -91,23 +91,13 @@ class Starters(object):
             atexit.register(self.stop)
 
     def python_starters(self):
-        """The Python starters' folder (made once): the `owner` file names this process, whose end ends them."""
+        """VOLFENCE_PYTHON_STARTERS's value: this process (their owner: its end ends them) and their
+        folder, which the first of them makes (python_starter.py)."""
         if self.python_folder is None:
             self.stop_at_exit()
-            self.python_folder = tempfile.mkdtemp(prefix="vf-python-starters-")
-            with open(os.path.join(self.python_folder, "owner"), "w") as handle:
-                handle.write("%d\n" % os.getpid())
-        return self.python_folder
-
-    def interpreter(self, python):
-        """A wrapper of `python` that this run's Python starters may serve (made once per interpreter)."""
-        from volfence_lab import python_starter
-        path = os.path.join(self.python_starters(), "python-" + hashlib.sha256(python.encode()).hexdigest()[:8])
-        if not os.path.exists(path):
-            python_starter.interpreter_wrapper(path + ".new", shlex.quote(python),
-                                               "%s, which python_starter.py may serve" % python)
-            os.rename(path + ".new", path)
-        return path
+            self.python_folder = os.path.join(tempfile.gettempdir(), "vf-python-starters-%d-%s"
+                                              % (os.getpid(), os.urandom(4).hex()))
+        return "%d:%s" % (os.getpid(), self.python_folder)
 
     def python_starter_pids(self):
         folder = self.python_folder
@@ -194,9 +184,18 @@ def ansible_command(cmd, env, cwd=REPO):
 
 def module_interpreter(python=os.path.join(VENV_BIN, "python")):
     """The `ansible_python_interpreter` of a test's own inventory: `python` (the project virtualenv's by
-    default); when the Python starters are on, through a wrapper they may serve (python_starter.py), one
-    per interpreter: a starter serves one interpreter command."""
-    return STARTERS.interpreter(python) if STARTERS.enabled else python
+    default), through a wrapper that a test run's Python starters may serve (python_starter.py; without
+    them it runs `python`). One wrapper per interpreter (a starter serves one interpreter command),
+    written once in .cache/interpreters."""
+    from volfence_lab import python_starter
+    folder = os.path.join(REPO, ".cache", "interpreters")
+    path = os.path.join(folder, "python-" + hashlib.sha256(python.encode()).hexdigest()[:8])
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        new = "%s.%d" % (path, os.getpid())
+        python_starter.interpreter_wrapper(new, shlex.quote(python), "%s, which python_starter.py may serve" % python)
+        os.rename(new, path)
+    return path
 
 
 def mode_options(check=False, diff=False):

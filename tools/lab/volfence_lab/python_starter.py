@@ -12,13 +12,14 @@ the interpreter's own installed ones, imported in the same environment (the star
 `kubernetes` reads KUBECONFIG at import), before any payload ran.
 
 How it is reached: the lab's interpreters (its inventory's `ansible_python_interpreter`, wrappers that
-`interpreter_wrapper` writes) call the client when VOLFENCE_PYTHON_STARTERS names a folder, which only
-a test run sets (ansible_runs.Starters): without it they run the interpreter itself, as a user's
-cluster does. The client takes the variable out of the environment, so the program never sees it.
-In that folder, per interpreter and environment (`environment_key`): the first run marks it seen and
-runs the interpreter itself; the second starts a starter (the interpreter running this file, `serve`)
-and runs the interpreter itself; the runs after it go through the starter once it listens. The starter
-ends when the process that made the folder (its `owner` file) ends, or on SIGTERM.
+`interpreter_wrapper` writes) call the client when VOLFENCE_PYTHON_STARTERS says `OWNER:FOLDER` (the
+pid of the process that owns the starters, and their folder), which only a test run sets
+(ansible_runs.Starters): without it they run the interpreter itself, as a user's cluster does. The
+client takes the variable out of the environment, so the program never sees it. The first run of an
+interpreter and environment (`environment_key`) makes the folder if needed, starts their starter (the
+interpreter running this file, `serve`) and runs the interpreter itself; the runs after it go through the
+starter once it listens. A starter ends when its owner ends (it then removes the folder: a killed owner
+removed nothing), or on SIGTERM (the owner's own stop, which removes the folder).
 
 The protocol and the fork's set-up are ansible_starter's (one implementation: `Starter`, `client`).
 This file runs under every Python the lab's hosts have (3.9 and newer): the standard library only.
@@ -28,6 +29,8 @@ import gc
 import hashlib
 import json
 import os
+import select
+import shutil
 import sys
 
 VARIABLE = "VOLFENCE_PYTHON_STARTERS"
@@ -135,14 +138,14 @@ def servable(args):
 def client(real, args):
     """Run the interpreter `real` (a command: the interpreter, or a wrapper that runs it) with `args`,
     through the starter of its environment when the test run has one; never returns."""
-    folder = os.environ.pop(VARIABLE, None)   # (pop also unsets it for the programs exec'd below)
+    owner, _, folder = os.environ.pop(VARIABLE, "").partition(":")   # (pop: unset for what is exec'd below)
     direct = list(real) + list(args)
-    if not folder or not os.path.isdir(folder) or not servable(args):
+    if not owner.isdigit() or not os.path.isabs(folder) or not servable(args):
         os.execv(direct[0], direct)
     key = environment_key(real, os.environ)
     sock = os.path.join(folder, key + ".sock")
     if not os.path.exists(sock):
-        start_when_asked_again(folder, key, real)
+        start_once(owner, folder, key, real)
         os.execv(direct[0], direct)
     sys.path.insert(0, os.path.dirname(HERE))
     from ansible_starter import client as run_through
@@ -157,15 +160,14 @@ def claim(path):
         return False
 
 
-def start_when_asked_again(folder, key, real):
-    """The first run of an environment only marks it; the second starts its starter, in the background
-    (the run itself does not wait for it). One starter per environment: the first to claim it starts it."""
-    if claim(os.path.join(folder, key + ".seen")) or not claim(os.path.join(folder, key + ".claimed")):
-        return
+def start_once(owner, folder, key, real):
+    """The starter of an interpreter and environment, started by the first run that claims it, in the
+    background (the run itself does not wait for it)."""
     try:
-        with open(os.path.join(folder, "owner")) as handle:
-            owner = handle.read().strip()
+        os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError:
+        return
+    if not claim(os.path.join(folder, key + ".claimed")):
         return
     pid = os.fork()
     if pid:
@@ -237,7 +239,7 @@ BASE_PATH = []
 
 def serve(sock_path, owner):
     """Import PREIMPORTS, listen at sock_path (only once ready: the socket appears by rename), serve
-    until `owner` ends or SIGTERM, then remove the socket."""
+    until `owner` ends or SIGTERM, then remove the socket (and the folder if the owner ended)."""
     import threading
     from ansible_starter import Starter
     gc.disable()   # until each fork: what the starter frees leaves no holes in pages its forks share
@@ -253,8 +255,11 @@ def serve(sock_path, owner):
         return 1
     try:
         stop_fd = os.pidfd_open(int(owner))
-    except (OSError, AttributeError):   # the owner is gone already (or no pidfd): nothing to serve
+    except ProcessLookupError:   # the owner is gone already: nothing to serve, and nobody to clean up
+        shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
         return 0
+    except (OSError, AttributeError):   # no pidfd here: nothing served
+        return 1
     ready = "%s.%d" % (sock_path, os.getpid())
     starter = Starter(ready, become=become_the_program)
     pid_path = sock_path[:-len(".sock")] + ".pid"
@@ -268,6 +273,8 @@ def serve(sock_path, owner):
             os.unlink(path)
         except OSError:
             pass
+    if select.select([stop_fd], [], [], 0)[0]:   # the owner ended (killed: it removed nothing): its folder goes
+        shutil.rmtree(os.path.dirname(sock_path), ignore_errors=True)
     return 0
 
 
