@@ -25,6 +25,7 @@ from volfence_lab.ansible_runs import (  # noqa: F401
     ansible_env,
     mode_options,
     module_interpreter,
+    python_starters_env,
     run_module,
     run_playbook,
 )

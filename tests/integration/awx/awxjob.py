@@ -20,7 +20,7 @@ import shutil
 
 import ansible_runner
 
-from labtools import REPO, ansible_env
+from labtools import REPO, ansible_env, python_starters_env
 
 SURVEYS = os.path.join(REPO, "docs", "surveys")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -119,6 +119,7 @@ def launch(private_data_dir, inventory, playbook, extravars, job_type="run", tim
     base = ansible_env()
     envvars = {"ANSIBLE_COLLECTIONS_PATH": base["ANSIBLE_COLLECTIONS_PATH"], "PATH": base["PATH"],
                "ANSIBLE_HOST_KEY_CHECKING": "False"}
+    envvars.update(python_starters_env())   # the modules' Python start-up paid once (docs/lab.md), as elsewhere
     cmdline = "--check" if job_type == "check" else None
     runner = ansible_runner.run(
         private_data_dir=private_data_dir, playbook=wrapper, extravars=extravars, envvars=envvars,

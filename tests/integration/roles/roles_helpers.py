@@ -17,7 +17,9 @@ import time
 from kubeemu.client import Admin, KubeClient
 from kubeemu.csi import NetworkFenceStandIn, csiaddons_crds
 
-from labtools import ANSIBLE_BIN, CSI_ADDONS_FIXTURE, REPO, ansible_env, build_release_mirror, module_interpreter, run_playbook  # noqa: F401,E501
+from labtools import (  # noqa: F401
+    ANSIBLE_BIN, CSI_ADDONS_FIXTURE, REPO, ansible_env, build_release_mirror, module_interpreter, python_starters_env,
+    run_playbook)
 
 NF_API = "/apis/csiaddons.openshift.io/v1alpha1"
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
@@ -229,6 +231,7 @@ class RoleRunner(object):
 def run_molecule(scenario, tmp_path, env_extra, timeout=600):
     """`molecule test -s <scenario>` from the repository root; returns (rc, output)."""
     env = ansible_env(env_extra)
+    env.update(python_starters_env())   # molecule runs ansible-playbook: the lab's interpreters may use them
     env.update({
         "MOLECULE_EPHEMERAL_DIRECTORY": str(tmp_path / "molecule"),
         "ANSIBLE_STDOUT_CALLBACK": "default",

@@ -182,6 +182,13 @@ def ansible_command(cmd, env, cwd=REPO):
     return STARTERS.command(cmd, env, cwd)
 
 
+def python_starters_env():
+    """The environment that lets a command's modules run through this process's Python starters
+    (python_starter.py), for a command not started with ansible_command (ansible-runner's); {} when the
+    starters are off."""
+    return {PYTHON_STARTERS: STARTERS.python_starters()} if STARTERS.enabled else {}
+
+
 def module_interpreter(python=os.path.join(VENV_BIN, "python")):
     """The `ansible_python_interpreter` of a test's own inventory: `python` (the project virtualenv's by
     default), through a wrapper that a test run's Python starters may serve (python_starter.py; without
