@@ -330,6 +330,17 @@ class TestLab(object):
         return os.path.join(self.dir, "ceph-bin", "ceph-python3")
 
 
+def add_written_cpu(stage, path):
+    """Add to the stage's CPU the seconds a test process wrote at path (one number a line)."""
+    try:
+        with open(path) as handle:
+            seconds = sum(float(line) for line in handle if line.strip())
+    except (OSError, ValueError):
+        return
+    with PRINT_LOCK:
+        STAGE_CPU[stage] = STAGE_CPU.get(stage, 0.0) + seconds
+
+
 def on_lab(stage, lab, controller_paths, bindings=True, pytest_extra=(), extra_env=None):
     """Start the lab, run the controller's tests and (with the lab release's Python) the bindings
     tests on it, always stop it."""
@@ -340,9 +351,14 @@ def on_lab(stage, lab, controller_paths, bindings=True, pytest_extra=(), extra_e
         env = lab.test_env()
         os.makedirs(os.path.join(RESULTS, stage), exist_ok=True)
         env["VOLFENCE_TEST_TIMINGS"] = os.path.join(RESULTS, stage, "timings.jsonl")  # tests/integration/conftest.py
+        # the Python starters' CPU (not the lane's children: conftest.py writes it as pytest ends)
+        starters_cpu = env["VOLFENCE_PYTHON_STARTERS_CPU"] = os.path.join(RESULTS, stage, "python-starters-cpu")
+        if os.path.exists(starters_cpu):
+            os.unlink(starters_cpu)
         env.update(extra_env or {})
         if controller_paths:
             results.append(run_logged(stage, pytest_cmd(stage, VENV_PY, controller_paths, pytest_extra), env=env))
+            add_written_cpu(stage, starters_cpu)
         if bindings:
             files = [BINDINGS] if bindings is True else list(bindings)
             results.append(run_logged(stage, pytest_cmd(stage, lab.bindings_python(), files), env=env))

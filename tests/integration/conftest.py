@@ -48,6 +48,15 @@ def pytest_runtest_protocol(item, nextitem):
         handle.write(line + "\n")
 
 
+def pytest_sessionfinish(session):
+    """The Python starters' CPU, for the stage's count in make test's report (scripts/run_tests.py): they
+    are not this process's children, so its usage at its end leaves them out."""
+    path = os.environ.get("VOLFENCE_PYTHON_STARTERS_CPU")
+    if path:
+        with open(path, "a") as handle:
+            handle.write("%.3f\n" % STARTERS.python_starters_cpu_seconds())
+
+
 def pytest_runtest_logreport(report):
     if report.nodeid in PHASES:
         PHASES[report.nodeid][report.when] = round(report.duration, 3)

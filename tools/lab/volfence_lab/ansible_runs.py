@@ -125,15 +125,12 @@ class Starters(object):
     def cpu_seconds(self):
         """CPU seconds of the running starters and the commands they ran (which the caller's own
         RUSAGE_CHILDREN does not count: they are the starters' children)."""
-        total = 0.0
-        for pid in [proc.pid for proc in self.procs] + self.python_starter_pids():
-            try:
-                with open("/proc/%d/stat" % pid) as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += sum(int(value) for value in fields[11:15]) / float(os.sysconf("SC_CLK_TCK"))
-        return total
+        return cpu_of([proc.pid for proc in self.procs]) + self.python_starters_cpu_seconds()
+
+    def python_starters_cpu_seconds(self):
+        """The Python starters' part of cpu_seconds: they are not this process's children (they left the
+        module run that started them), so even its RUSAGE_CHILDREN at its end never counts them."""
+        return cpu_of(self.python_starter_pids())
 
     def stop(self):
         for proc in self.procs:
@@ -151,6 +148,19 @@ class Starters(object):
         self.python_folder = None
         self.folder = None
         self.seen.clear()
+
+
+def cpu_of(pids):
+    """CPU seconds of the running processes `pids` and of the children they waited for (/proc stat)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(value) for value in fields[11:15]) / float(os.sysconf("SC_CLK_TCK"))
+    return total
 
 
 # What changes between the commands of one environment and ansible-core does not read: pytest names the
