@@ -3,6 +3,7 @@ output, exit status, arguments, path, folder and environment (without its own va
 the environment it was started in reach it; it ends with the process that owns its folder; imports that
 read a variable it does not key on make it serve nothing."""
 
+import json
 import os
 import subprocess
 import sys
@@ -73,12 +74,8 @@ def ready(setup, args=None, **extra):
 
 def comparable(proc):
     # the traceback names the starter's frames above the program's: compare from the program's own
-    err = proc.stderr[proc.stderr.find('File "'):] if "Traceback" in proc.stderr else proc.stderr
-    err = err[err.find(os.path.basename(PROGRAM_NAME)):] if "Traceback" in proc.stderr else err
+    err = proc.stderr[proc.stderr.find("program.py"):] if "Traceback" in proc.stderr else proc.stderr
     return proc.returncode, proc.stdout, err
-
-
-PROGRAM_NAME = "program.py"
 
 
 @pytest.mark.parametrize("ending", ["", "code", "message", "raise"])
@@ -88,7 +85,7 @@ def test_a_program_file_answers_as_the_interpreter(setup, ending):
     served = run(setup, [setup["program"], ending])
     assert comparable(served) == comparable(direct)
     assert served.returncode == {"": 0, "code": 3, "message": 1, "raise": 1}[ending]
-    what = __import__("json").loads(served.stdout)
+    what = json.loads(served.stdout)
     assert what["starters"] is None and what["mine"] == "mine" and what["name"] == "__main__" and what["main"]
     assert what["path0"] == os.path.dirname(os.path.realpath(setup["program"]))
 
@@ -98,7 +95,7 @@ def test_a_program_on_standard_input_answers_as_the_interpreter(setup):
     direct = run(setup, [], starters=False, stdin=PROGRAM)
     served = run(setup, [], stdin=PROGRAM)
     assert (served.returncode, served.stdout, served.stderr) == (direct.returncode, direct.stdout, direct.stderr)
-    assert __import__("json").loads(served.stdout)["path0"] == ""
+    assert json.loads(served.stdout)["path0"] == ""
 
 
 def test_runs_reach_the_starter_of_their_environment_only(setup, tmp_path):
