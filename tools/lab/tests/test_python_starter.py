@@ -111,6 +111,43 @@ def test_runs_reach_the_starter_of_their_environment_only(setup, tmp_path):
     assert run(setup, ["-c", "print(1)"]).stdout == "1\n"
 
 
+ZIPPED = r'''
+import json, sys, traceback, zipfile
+zip_path, body = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(zip_path, "w") as archive:   # as AnsiballZ: the modules' code in a zip on sys.path
+    archive.writestr("zipped_module.py", body)
+sys.path.insert(0, zip_path)
+import zipped_module
+try:
+    zipped_module.fail()
+except ValueError:
+    where = traceback.extract_tb(sys.exc_info()[2])[-1].filename
+print(json.dumps({"value": zipped_module.VALUE, "where": where}))
+'''
+
+
+def test_a_zipped_module_is_compiled_once_per_source_and_names_its_own_zip(setup, tmp_path):
+    program = tmp_path / "zipped.py"
+    program.write_text(ZIPPED)
+    body = "VALUE = %d\ndef fail():\n    raise ValueError('from the zip')\n"
+    compiled = os.path.join(setup["folder"], "compiled")
+    ready(setup, [str(program), str(tmp_path / "ready.zip"), body % 0])
+    answers, kept = [], []
+    for n, value in enumerate((1, 1, 2)):
+        zipped = str(tmp_path / ("payload%d.zip" % n))
+        direct = run(setup, [str(program), zipped + ".direct", body % value], starters=False)
+        served = run(setup, [str(program), zipped, body % value])
+        assert served.returncode == direct.returncode == 0, served.stderr
+        answers.append(json.loads(served.stdout))
+        assert answers[-1] == dict(json.loads(direct.stdout), where=zipped + "/zipped_module.py")
+        # (name, inode): a run that finds its source's code loads it; one that compiles writes it anew
+        kept.append(sorted((name, os.stat(os.path.join(compiled, name)).st_ino)
+                           for name in os.listdir(compiled) if "." not in name))
+    assert [a["value"] for a in answers] == [1, 1, 2]
+    assert len(kept[0]) == 1 and kept[1] == kept[0], "the second run of a source loads the first one's code"
+    assert len(kept[2]) == 2 and kept[0][0] in kept[2], "a changed source is compiled and kept beside it"
+
+
 def test_a_starter_ends_with_the_owner_of_its_folder(setup):
     owner = subprocess.Popen(["sleep", "600"])
     setup["value"] = "%d:%s" % (owner.pid, setup["folder"])
