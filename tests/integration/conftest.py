@@ -12,6 +12,9 @@ from labtools import Lab, clear_foreign_attachments, lab_config, lab_kube, read_
 from volfence_lab import clocks
 from volfence_lab.ansible_runs import STARTERS
 
+# make test's shards share the files: each runs the files it claims first (shard_claims.py)
+from shard_claims import pytest_runtestloop  # noqa: F401  (a hook: pytest finds it in this module)
+
 # Ansible's start-up paid once per environment and test process (volfence_lab/ansible_starter.py);
 # VOLFENCE_ANSIBLE_STARTER=0 starts every command afresh
 STARTERS.enabled = os.environ.get("VOLFENCE_ANSIBLE_STARTER", "1") != "0"

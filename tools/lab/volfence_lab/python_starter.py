@@ -5,7 +5,8 @@ library modules the modules import (PREIMPORTS), and then runs the payload as th
 
 Why: a Kubernetes module spends about half its CPU importing `kubernetes` (and with it pydantic,
 requests, oauthlib, yaml) before it reads its arguments (kubernetes.core.k8s_info: 0.66 CPU-s started
-afresh, 0.34 in a starter's fork); the integration tests run modules thousands of times on 2 cores. Nothing of ansible-core or of any collection is imported ahead: the
+afresh, 0.34 in a starter's fork); the integration tests run modules thousands of times on 2 cores.
+Nothing of ansible-core or of any collection is imported ahead: the
 payload imports ansible.module_utils and the collections' module_utils from its own zip, as it does in
 a fresh interpreter, so what the payload carries is tested as it is. The libraries imported ahead are
 the interpreter's own installed ones, imported in the same environment (the starter is keyed by it:
@@ -22,9 +23,9 @@ starter once it listens. A starter ends when its owner ends (it then removes the
 removed nothing), or on SIGTERM (the owner's own stop, which removes the folder).
 
 The modules' own code is compiled once per source text, not once per run: the payload's modules are
-imported from its zip, which Python compiles on every import (zipimport writes no bytecode), about a
-third of a module's CPU in a starter's fork (ansible.module_utils.basic and its imports: 0.1 to 0.25
-CPU-s a run). The starter's forks keep each compiled module in its folder (`compiled/`), keyed by the
+imported from its zip, which Python compiles on every import (zipimport writes no bytecode): more
+than half of a module's CPU in a starter's fork (kubernetes.core.k8s_info: 0.34-0.39 CPU-s a run in a
+fork, 0.14-0.17 with its code compiled once; 10 runs each, the machine at a load of about 5). The starter's forks keep each compiled module in its folder (`compiled/`), keyed by the
 source text, the interpreter's bytecode tag and optimization level, and load it from there as Python
 loads a .pyc; the code then names the run's own zip path, as if compiled there (tracebacks point at
 this run's payload). What runs is still the payload's source: a changed source is another key.
