@@ -19,7 +19,7 @@ The stages run in lanes, side by side (LANES): a lab-bound test spends much of i
 the lab, so the lab stages each have a lane and keep both cores busy. Within a lane the stages run one
 after another; the shards of the integration suite are given every test file, longest first on the
 seconds of a run recorded in tests/durations.json (scripts/test_timings.py --save), and each runs the
-files it claims first (tests/integration/conftest.py, VOLFENCE_SHARD_CLAIMS), so they end within about
+files it claims first (tests/integration/shard_claims.py), so they end within about
 a file of each other whatever the files take on the day. Each lab
 stage starts its own lab (its own names, subnet, ports and folder: a developer's `make lab-up` lab
 survives) and always stops it.
@@ -94,7 +94,9 @@ OLDER_CORE_STAGES = ["sanity-" + release for release in claimed_cores()[:-1]]
 LANE_PLAN = [(["units", "sanity"] + OLDER_CORE_STAGES[:-2], False), (["tools"], True), ([], True), ([], True),
              (["ceph-18"] + OLDER_CORE_STAGES[-2:-1], False), (["ceph-16"] + OLDER_CORE_STAGES[-1:], False)]
 SHARD_COUNT = len([shard for _stages, shard in LANE_PLAN if shard])
-# where the shards of a run claim their files (tests/integration/conftest.py): made empty as a run starts
+# where the shards of a run claim their files (tests/integration/shard_claims.py reads the folder from
+# the variable): made empty as a run starts
+SHARD_CLAIMS_VARIABLE = "VOLFENCE_SHARD_CLAIMS"
 SHARD_CLAIMS = os.path.join(RESULTS, "shard-claims")
 DURATIONS = os.path.join(REPO, "tests", "durations.json")
 # The development tools (tools/<name>: pyproject.toml, tests/ beside the package) test themselves.
@@ -426,7 +428,7 @@ def integration_shard(index):
         paths = [p for p in files if not p.startswith(BINDINGS + os.sep)]
         bindings = [p for p in files if p.startswith(BINDINGS + os.sep)]
         return on_lab(name, TestLab("i%d" % index, "20"), paths, bindings=bindings,
-                      extra_env={"VOLFENCE_SHARD_CLAIMS": SHARD_CLAIMS})
+                      extra_env={SHARD_CLAIMS_VARIABLE: SHARD_CLAIMS})
     return stage
 
 
@@ -444,9 +446,9 @@ def ceph_release_stage(release, backend_share):
     return stage
 
 
-def check_shards():
-    """No test file under tools/ is left out (each integration file runs in the shard that claims it
-    first: tests/integration/conftest.py)."""
+def check_tool_tests():
+    """No test file under tools/ is left out. (Every integration file runs: each shard is given all of
+    them, and the first to claim one runs it.)"""
     # The tools stage runs tools/<name>/tests: a test file anywhere else under tools/ would never run.
     stray = [os.path.relpath(os.path.join(top, f), REPO) for top, _dirs, files in os.walk(TOOLS)
              for f in files if f.startswith("test_") and f.endswith(".py")
@@ -527,7 +529,7 @@ def watch_for_stop():
 
 
 def main(argv):
-    check_shards()
+    check_tool_tests()
     if argv[:1] in (["-h"], ["--help"]):
         say(__doc__.strip() + "\n\nStages by lane: " + "; ".join(", ".join(lane) for lane in LANES)
             + "\nTool tests: " + ", ".join(tool_test_folders())
@@ -555,7 +557,7 @@ def main(argv):
         shutil.rmtree(os.path.join(RESULTS, name), ignore_errors=True)  # its junit files
     # A run's shards share its own claims only: a run started inside another's shard (a test of this
     # script) inherits the outer shard's variable, which would hand its stages the outer run's claims.
-    os.environ.pop("VOLFENCE_SHARD_CLAIMS", None)
+    os.environ.pop(SHARD_CLAIMS_VARIABLE, None)
     shutil.rmtree(SHARD_CLAIMS, ignore_errors=True)
     os.makedirs(SHARD_CLAIMS)
     lanes = [[n for n in lane if n in names] for lane in LANES]
