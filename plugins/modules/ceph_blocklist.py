@@ -215,7 +215,7 @@ backend:
   sample: rados
 versions:
   description:
-    - The Ceph releases at work, read right after connecting (C(ceph --version) of the CLI, the
+    - The Ceph releases at work, read right after connecting (C(rbd --version) of the CLI, the
       loaded C(libceph-common) of the bindings; the C(versions) mon command, else C(version)).
     - Also returned when the module fails, as far as known; when connecting failed, RV(versions.cluster)
       has no version and its C(error) says why.

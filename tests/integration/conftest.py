@@ -8,7 +8,8 @@ import pytest
 
 import labtools
 from kubeemu.wait import WAITED
-from labtools import Lab, clear_foreign_attachments, lab_config, lab_kube, read_lab_env, remove_incident, undo_failover
+from labtools import (Lab, clear_foreign_attachments, lab_config, lab_kube, read_lab_env, remove_incident,
+                      remove_network_fences, undo_failover)
 from volfence_lab import clocks
 from volfence_lab.ansible_runs import STARTERS
 
@@ -139,6 +140,7 @@ def incident(clean_lab, kube):
     for state in built:
         remove_incident(kube, state)
     clear_foreign_attachments(kube)
+    remove_network_fences(kube)
     for node in clean_lab.nodes:
         clean_lab.lab("revive-node", node)
         undo_failover(kube, node)
@@ -159,7 +161,8 @@ def kubernetes_never_releases(lab):
 def frozen(kubernetes_never_releases, clean_lab, kube):
     """Build volfence_lab.scenarios.frozen_rbd_watcher with the test's options (every node alive first): node-b
     paused or partitioned until its watch expired. Afterwards its Deployment goes, every node's partition heals,
-    every node is revived (a frozen one's old client killed) and the failover's marks are undone."""
+    every node is revived (a frozen one's old client killed), the failover's marks are undone and its
+    NetworkFences removed."""
     from volfence_lab import scenarios
     for node in clean_lab.nodes:
         clean_lab.lab("revive-node", node)
@@ -172,6 +175,7 @@ def frozen(kubernetes_never_releases, clean_lab, kube):
     yield build
     for state in built:
         remove_incident(kube, state)
+    remove_network_fences(kube)
     for node in clean_lab.nodes:
         clean_lab.lab("heal-node", node)
         clean_lab.lab("revive-node", node)

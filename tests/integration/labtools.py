@@ -360,6 +360,19 @@ def undo_failover(kube, name):
         kube.patch("nodes", name, {"metadata": {"annotations": dict((a, None) for a in marks)}})
 
 
+def remove_network_fences(kube, timeout=60):
+    """Delete every NetworkFence and wait until the lab's CSI-Addons stand-in has let them go (its finalizer
+    takes the fenced CIDRs out of the blocklist first, as csi-addons' controller does). In the lab every fence
+    is a test's: one a failover made and left Fenced keeps its node's clients cut, and shows in the next
+    test's reads of that node's fences (the shards share the test files: any test may come next on a lab)."""
+    if not kube.find("customresourcedefinitions", "networkfences.csiaddons.openshift.io"):
+        return
+    for fence in kube.list("networkfences"):
+        kube.delete("networkfences", fence["metadata"]["name"])
+    assert wait_until(lambda: not kube.list("networkfences"), timeout=timeout), \
+        [f["metadata"]["name"] for f in kube.list("networkfences")]
+
+
 def declare_shut_down(kube, node):
     """An administrator's `kubectl taint node NODE node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`: read,
     then written with the node's resourceVersion, again on a conflict (a controller wrote meanwhile)."""

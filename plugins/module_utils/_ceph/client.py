@@ -640,9 +640,11 @@ class CliBackend(_Base):
         return None
 
     def _read_client_version(self):
-        """`ceph --version` through the same prefix: the release of the tools that do the work
-        (in a cephadm or Rook container, the container's)."""
-        argv = list(self.settings.command_prefix) + ['ceph', '--version']
+        """`rbd --version` through the same prefix: the release of the tools that do the work (in a
+        cephadm or Rook container, the container's). ceph-common ships `ceph` and `rbd` together, on
+        the same librados; rbd is a C++ program that answers in about 0.05 s, where the `ceph` script
+        starts a Python interpreter and its bindings first (about 0.6 s and 0.15 CPU-s on 2 cores)."""
+        argv = list(self.settings.command_prefix) + ['rbd', '--version']
         rc, out, err = self.runner(argv, self.timeout + self.grace)
         if rc != 0:
             return client_info(self.name, error='%s failed (rc=%d): %s' % (

@@ -60,9 +60,7 @@ def out_of_service(kube, node):
 
 @pytest.fixture
 def stale_rbd_watcher(clean_lab, kube, incident):
-    yield clean_lab, incident("stale-rbd-watcher"), kube
-    for fence in kube.list("networkfences") if kube.find("customresourcedefinitions", "networkfences.csiaddons.openshift.io") else []:
-        kube.delete("networkfences", fence["metadata"]["name"])
+    yield clean_lab, incident("stale-rbd-watcher"), kube   # (incident removes the failover's NetworkFences)
 
 
 def test_diagnose_failover_recover_as_awx_jobs_and_relaunches(stale_rbd_watcher, lab_inventory, tmp_path):

@@ -24,7 +24,7 @@ from kubeemu.client import ApiError
 from kubeemu.wait import wait_until
 
 from labtools import (build_release_mirror, clear_foreign_attachments, json_documents, lab_kube, lab_subnet,
-                      remove_incident, timed)
+                      remove_incident, remove_network_fences, timed)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CEPH_STATE = os.path.join(HERE, "ceph_state.py")
@@ -134,8 +134,7 @@ class BatteryLab(object):
             if state:
                 remove_incident(kube, state)
         clear_foreign_attachments(kube)
-        for fence in kube.list("networkfences"):
-            kube.delete("networkfences", fence["metadata"]["name"])
+        remove_network_fences(kube)
         for node in self.lab.nodes:
             self.lab.lab("revive-node", node)
         self.lab.release()

@@ -196,3 +196,44 @@ def test_a_stopped_starter_leaves_nothing_behind(starters, env):
     assert not os.path.exists(sock) and not os.path.exists(os.path.dirname(sock))
     proc = run(argv, env)   # a client then runs the program itself
     assert proc.returncode == 0 and "pong" in proc.stdout
+
+
+MODULE = '''#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+AnsibleModule(argument_spec={}).exit_json(changed=False, said=%r)
+'''
+
+
+def test_a_modules_payload_is_built_once_per_starter_and_again_when_its_source_changes(starters, env, tmp_path):
+    """The forks share ansible-core's payload cache, in a folder named by the sources: a second command finds the
+    payload the first built (the same file, not written again), and a command after the module changed runs the
+    new module (a new folder), never the payload of the old one."""
+    module = tmp_path / "collections" / "ansible_collections" / "vftest" / "one" / "plugins" / "modules" / "said.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(MODULE % "first")
+    env = dict(env, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"))
+    argv = through_starter(starters, adhoc(env, "vftest.one.said", ""), env)
+    shared = argv[argv.index("client") + 1] + ".payloads"
+
+    def said():
+        proc = run(argv, env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    def payloads():   # ansible-core names a payload <module's Python name>-<compression>-<extensions>
+        return dict((os.path.join(folder, name), os.stat(os.path.join(folder, name)).st_ino)
+                    for folder, _subfolders, files in os.walk(shared) for name in files
+                    if name.startswith("ansible_collections.vftest.one.plugins.modules.said-")
+                    and not name.endswith(".lock"))
+
+    assert "said: first" in said()
+    built = payloads()
+    assert len(built) == 1, built
+    assert "said: first" in said()
+    assert payloads() == built   # found, not built again
+    module.write_text(MODULE % "second, longer")
+    assert "said: second, longer" in said()
+    after = payloads()
+    assert len(after) == 2 and set(built) < set(after), after
+    # each command's own local temporary folder is gone with it; the shared folder stays with the starter
+    assert os.listdir(env["ANSIBLE_LOCAL_TEMP"]) == []

@@ -14,6 +14,13 @@ per environment (`environment_key`). What ansible-core sets up per process at im
 in each fork (`become_the_command`): its local temporary folder (a process's own, removed at its
 exit), the signal handlers of a fresh Python, only the command's standard streams open.
 
+The forks of one starter share the modules' payloads (`share_module_payloads`): ansible-core zips each module
+with the module_utils it imports (AnsiballZ) once per run, into its local temporary folder, which is a
+process's own; building one costs about 0.35 CPU-s (ansible-core 2.21: recursive_finder parses the module and
+every module_utils it reaches), and most test commands run one to a dozen modules once. A fork's
+payload folder is the starter's, named by the sources a payload can hold (`payload_sources_fingerprint`):
+a module or module_utils changed while the starter lives gets a new folder, never an old payload.
+
 Protocol, over a Unix socket: the client (`python -I -S ansible_starter.py client SOCKET -- CMD...`)
 sends one JSON line {"argv", "cwd", "env"} with its three standard streams (SCM_RIGHTS); the starter answers
 {"pid"} then, when the command ends, {"status"} (a wait status). Signals the client gets (SIGTERM,
@@ -23,6 +30,8 @@ command itself (exec): the starter saves time, it is never needed.
 """
 
 import gc
+import glob
+import hashlib
 import json
 import os
 import selectors
@@ -32,6 +41,10 @@ import sys
 
 PROGRAMS = {"ansible": "ansible.cli.adhoc", "ansible-playbook": "ansible.cli.playbook"}
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# ansible-core's cache of module payloads in its local temporary folder (executor/module_common.py,
+# _find_module_utils: lookup_path), and the starter's folder that its forks share instead (starter_main)
+PAYLOAD_CACHE = "ansiballz_cache"
+SHARED_PAYLOADS = {"folder": None}
 
 
 # ----------------------------------------------------------------------------- client (stdlib only)
@@ -267,6 +280,42 @@ def exit_as_python_does(code):
     os._exit(code & 0xFF)
 
 
+def payload_sources_fingerprint(collection_roots, module_folders=()):
+    """A digest of the path, size and modification time of every file a module payload can take from
+    outside ansible-core and the virtualenv (which a test run does not change): the plugins/modules and
+    plugins/module_utils of each collection under `collection_roots`, and `module_folders` (ansible's
+    library and module_utils paths)."""
+    folders = [os.path.join(collection, "plugins", part)
+               for root in collection_roots
+               for collection in sorted(glob.glob(os.path.join(root, "ansible_collections", "*", "*")))
+               for part in ("modules", "module_utils")] + list(module_folders)
+    digest = hashlib.sha256()
+    for top in folders:
+        for folder, subfolders, files in os.walk(top):
+            subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                try:
+                    stat = os.stat(path)
+                except OSError:   # gone meanwhile: so it is in no payload
+                    continue
+                digest.update(("%s\0%d\0%d\n" % (path, stat.st_size, stat.st_mtime_ns)).encode())
+    return digest.hexdigest()[:24]
+
+
+def share_module_payloads(local_tmp, shared, constants):
+    """The command's payload cache (<local_tmp>/ansiballz_cache) becomes the starter's folder for the
+    sources as they are now: payloads an earlier command built from the same sources are used as they
+    are, as the workers of one ansible-playbook use them (ansible-core's own lock and check-then-load
+    on that folder work across processes). A symlink: the command's exit removes its local temporary
+    folder (shutil.rmtree), the link and not the shared folder."""
+    module_folders = list(constants.DEFAULT_MODULE_PATH or []) + list(constants.DEFAULT_MODULE_UTILS_PATH or [])
+    fingerprint = payload_sources_fingerprint(constants.COLLECTIONS_PATHS, module_folders)
+    folder = os.path.join(shared, fingerprint)
+    os.makedirs(folder, exist_ok=True)
+    os.symlink(folder, os.path.join(local_tmp, PAYLOAD_CACHE))
+
+
 def become_the_command(request, fds, own_fds):
     """In the fork: the process a fresh `argv[0]` would be at the start of its main(), then main()."""
     import importlib
@@ -279,6 +328,8 @@ def become_the_command(request, fds, own_fds):
     # exit: the fork makes one of its own, as the program would
     # (its default names ANSIBLE_HOME: rendered with the constants' values, as ansible.constants does)
     constants.DEFAULT_LOCAL_TMP = constants.config.get_config_value("DEFAULT_LOCAL_TMP", variables=vars(constants))
+    if SHARED_PAYLOADS["folder"]:
+        share_module_payloads(constants.DEFAULT_LOCAL_TMP, SHARED_PAYLOADS["folder"], constants)
     main = importlib.import_module(PROGRAMS[os.path.basename(argv[0])]).main
     try:
         code = main()
@@ -304,6 +355,7 @@ def starter_main(sock_path):
         sys.stdout.write("threads\n")
         sys.stdout.flush()
         return 1
+    SHARED_PAYLOADS["folder"] = sock_path + ".payloads"
     starter = Starter(sock_path)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -313,6 +365,8 @@ def starter_main(sock_path):
     os.close(devnull)
     starter.serve()
     # gone with the process that started it, or told to stop: leave nothing behind
+    import shutil
+    shutil.rmtree(SHARED_PAYLOADS["folder"], ignore_errors=True)
     for path in (sock_path, sock_path + ".log"):
         try:
             os.unlink(path)

@@ -493,7 +493,7 @@ def scripted(answers):
     return run, calls
 
 
-def test_cli_versions_from_ceph_version_and_the_versions_command():
+def test_cli_versions_from_rbd_version_and_the_versions_command():
     v20 = 'ceph version 20.2.4 (7f793731f1b39eb4f465e960113d2363c311b964) tentacle (stable - RelWithDebInfo)'
     runner, calls = scripted([
         (['--version'], 0, 'ceph version 18.2.7 (6b0e988052ec84cf2d4a54ff9bbbc5e720b621ad) reef (stable)\n', ''),
@@ -503,7 +503,7 @@ def test_cli_versions_from_ceph_version_and_the_versions_command():
     assert client.versions() == dict(
         client=dict(backend='cli', version='18.2.7', release='reef', error=None),
         cluster=dict(version='20.2.4', release='tentacle', versions=['20.2.4'], mixed=False, error=None))
-    assert calls[0] == ['cephadm', 'shell', '--', 'ceph', '--version']  # the prefix's own tools
+    assert calls[0] == ['cephadm', 'shell', '--', 'rbd', '--version']  # the prefix's own tools
 
 
 def test_cli_cluster_version_falls_back_to_the_version_command():
