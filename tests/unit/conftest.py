@@ -23,8 +23,8 @@ def no_ceph_environment(monkeypatch):
 def temporary_files_in_pytests_folder(tmp_path_factory):
     """A module run as patch_module_args runs it (no _ansible_remote_tmp) makes its AnsibleModule.tmpdir in
     tempfile's folder and leaves its removal to the interpreter's exit, which ansible-test's unit runs never
-    reached: each `make test` left 58 empty ansible-moduletmp-* folders in /tmp. In pytest's own folder
-    instead, which pytest prunes."""
+    reached: each `make test` left 116 empty ansible-moduletmp-* folders in /tmp (58 a Python). In pytest's
+    own folder instead, which pytest prunes."""
     before = tempfile.tempdir
     tempfile.tempdir = str(tmp_path_factory.mktemp('tmp'))
     yield
