@@ -14,7 +14,7 @@ class RType:
     def __init__(self, group, version, plural, kind, namespaced, short_names=(),
                  singular=None, status=False, scale=False, generation=False,
                  return_deleted=False, extra_subresources=(), categories=(),
-                 custom=False, printer_columns=None, list_kind=None, view_of=None):
+                 custom=False, printer_columns=None, list_kind=None, view_of=None, verbs=None):
         self.group = group
         self.version = version
         self.plural = plural
@@ -34,6 +34,8 @@ class RType:
         # another group's view of a stored type, (group, version, plural): events.k8s.io/v1 Events are
         # core/v1 Events, converted on the way in and out (kubeemu.events)
         self.view_of = view_of
+        # the verbs served (discovery): every one, or create alone for the reviews that are never stored
+        self.verbs = list(verbs or ALL_VERBS)
 
     @property
     def api_version(self):
@@ -56,7 +58,7 @@ class RType:
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": list(ALL_VERBS),
+            "verbs": list(self.verbs),
         }]
         if self.short_names:
             res[0]["shortNames"] = list(self.short_names)
@@ -76,6 +78,10 @@ class RType:
                 res.append({"name": self.plural + "/eviction", "singularName": "",
                             "namespaced": True, "group": "policy", "version": "v1",
                             "kind": "Eviction", "verbs": ["create"]})
+            elif sub == "token":
+                res.append({"name": self.plural + "/token", "singularName": "",
+                            "namespaced": True, "group": "authentication.k8s.io", "version": "v1",
+                            "kind": "TokenRequest", "verbs": ["create"]})
             elif sub == "binding":
                 res.append({"name": self.plural + "/binding", "singularName": "",
                             "namespaced": True, "kind": "Binding", "verbs": ["create"]})
@@ -105,7 +111,8 @@ def builtin_types():
         _b("", "v1", "secrets", "Secret", True),
         _b("", "v1", "services", "Service", True, ["svc"], status=True, categories=["all"],
            return_deleted=True),
-        _b("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"], return_deleted=True),
+        _b("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"], return_deleted=True,
+           extra_subresources=["token"]),
         _b("", "v1", "endpoints", "Endpoints", True, ["ep"], list_kind="EndpointsList"),
         _b("coordination.k8s.io", "v1", "leases", "Lease", True),
         _b("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"], return_deleted=True),
@@ -129,6 +136,11 @@ def builtin_types():
         _b("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
         _b("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
         _b("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+        # answered for the asking identity and never stored (server.Handler._review)
+        _b("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
+           verbs=["create"]),
+        _b("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False,
+           verbs=["create"]),
     ]
 
 

@@ -9,8 +9,11 @@ Usage from Python::
     srv.stop()
 """
 
+import base64
 import collections
 import email.utils
+import hashlib
+import hmac
 import http.client
 import itertools
 import json
@@ -27,17 +30,27 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from . import rbac
 from .headers import read_headers
 from .store import DEFAULT_VERSION, ApiError, Store, bad_request
 from .tables import to_table
 
 KUBECONFIG_NAME = "volfence-lab"
 DEFAULT_TOKEN = "volfence-lab-token"
+# The user of the admin token (kubeconfig): in system:masters, as kubeadm's kubernetes-admin is.
+ADMIN_USER = "kubernetes-admin"
+SA_TOKEN_PREFIX = "kubeemu-sa."
+# the API group of SelfSubjectAccessReview and SelfSubjectRulesReview: answered, never stored
+AUTHORIZATION_GROUP = "authorization.k8s.io"
 
 _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
             405: "MethodNotAllowed", 409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType",
             422: "Invalid", 429: "TooManyRequests", 500: "InternalError",
             503: "ServiceUnavailable", 504: "Timeout"}
+
+
+def _unauthorized():
+    return ApiError(401, "Unauthorized", "Unauthorized")
 
 
 # ---------------------------------------------------------------------------
@@ -499,7 +512,12 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method, path, q, body):
         emu = self.server.emu
         store = emu.store
+        identity = self._identity()
         segs = [s for s in path.split("/") if s]
+        if not (segs and segs[0] in ("api", "apis") and (
+                (segs[0] == "api" and len(segs) > 2) or (segs[0] == "apis" and len(segs) > 3))):
+            # a non-resource request: discovery, /version, /openapi, the health checks
+            self._authorize(identity, rbac.Attributes(method.lower(), path=path or "/"))
         if not segs:
             return self._send_json(200, {"paths": ["/api", "/api/v1", "/apis", "/version"]})
         if segs[0] == "version" and len(segs) == 1:
@@ -536,6 +554,10 @@ class Handler(BaseHTTPRequestHandler):
         if (rt.namespaced and name is not None and ns is None) or (not rt.namespaced and ns is not None):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         watch = watch or _truthy(q.get("watch", ""))
+        self._authorize(identity, rbac.Attributes(rbac.request_verb(method, name is not None, watch), g, plural,
+                                                  sub, name, ns))
+        if g == AUTHORIZATION_GROUP:
+            return self._review(method, plural, name, identity, body)
         dry = q.get("dryRun") == "All"
         accept = self.headers.get("Accept") or ""
         table = None
@@ -627,12 +649,86 @@ class Handler(BaseHTTPRequestHandler):
             store.bind(rt, ns, name, self._json_body(body, {}))
             return self._send_json(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                          "status": "Success", "code": 201})
+        elif sub == "token" and rt.tkey == ("", "serviceaccounts") and method == "POST":
+            return self._send_json(201, emu.token_request(ns, name, self._json_body(body, {})))
         elif sub == "finalize" and rt.tkey == ("", "namespaces") and method == "PUT":
             return self._send_json(200, store.get(rt, None, name))
         else:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         raise ApiError(405, "MethodNotAllowed",
                        "the server does not allow this method on the requested resource")
+
+    # --- who asks, and may it -------------------------------------------------
+    def _identity(self):
+        """The request's identity (kubeemu.rbac), impersonation applied; 401 for a token the emulator did
+        not issue. A request without a bearer token is the lab's own (its simulated kubelets and
+        controllers on the plain-HTTP kubeconfig) and acts as the admin."""
+        emu = self.server.emu
+        auth = self.headers.get("Authorization") or ""
+        if not auth:
+            identity = emu.admin
+        elif not auth.startswith("Bearer "):
+            raise _unauthorized()
+        else:
+            identity = emu.authenticate(auth[len("Bearer "):].strip())
+        user = self.headers.get("Impersonate-User")
+        groups = self.headers.get_all("Impersonate-Group") or []
+        if not user:
+            if groups:
+                raise bad_request("requested impersonation of groups without impersonating a user")
+            return identity
+        account = rbac.split_service_account(user)
+        if account:
+            self._authorize(identity, rbac.Attributes("impersonate", "", "serviceaccounts", "", account[1],
+                                                      account[0]))
+        else:
+            self._authorize(identity, rbac.Attributes("impersonate", "", "users", "", user))
+        for group in groups:
+            self._authorize(identity, rbac.Attributes("impersonate", "", "groups", "", group))
+        if account and not groups:
+            return rbac.service_account_identity(*account)
+        return rbac.Identity(user, groups)
+
+    def _authorize(self, identity, attrs):
+        emu = self.server.emu
+        allowed, reason = emu.authorize(identity, attrs)
+        if allowed:
+            return
+        # StatusDetails' fields are omitempty
+        details = dict((k, v) for k, v in (("name", attrs.name), ("group", attrs.group),
+                                           ("kind", attrs.resource)) if v)
+        raise ApiError(403, "Forbidden", rbac.forbidden_message(identity, attrs, reason),
+                       details if attrs.resource_request else None)
+
+    def _review(self, method, plural, name, identity, body):
+        """A SelfSubjectAccessReview or SelfSubjectRulesReview: answered for the asking identity, not
+        stored (pkg/registry/authorization/selfsubject*review/rest.go)."""
+        if method != "POST" or name is not None:
+            raise ApiError(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource")
+        review = self._json_body(body, {})
+        if not isinstance(review, dict):
+            raise bad_request("the body must be a %s" % plural)
+        spec = review.get("spec") or {}
+        emu = self.server.emu
+        if plural == "selfsubjectaccessreviews":
+            attrs = rbac.Attributes.from_review(spec)
+            if not attrs.verb:
+                raise ApiError(422, "Invalid", 'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: '
+                               'spec.resourceAttributes: Invalid value: "null": exactly one of '
+                               'nonResourceAttributes or resourceAttributes must be specified')
+            allowed, reason = emu.authorize(identity, attrs)
+            status = {"allowed": allowed}
+            if reason:
+                status["reason"] = reason
+        else:
+            resource_rules, non_resource_rules, errors = emu.rules(identity, spec.get("namespace") or "")
+            status = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
+                      "incomplete": bool(errors)}
+            if errors:
+                status["evaluationError"] = "; ".join(errors)
+        return self._send_json(201, {"kind": review.get("kind") or "", "apiVersion": AUTHORIZATION_GROUP + "/v1",
+                                     "metadata": {"creationTimestamp": None}, "spec": spec, "status": status})
 
     def _delete_opts(self, q, body):
         opts = {}
@@ -800,6 +896,67 @@ class EmulatorServer:
     @property
     def url(self):
         return "http://%s:%d" % (self.host, self.port)
+
+    # --- identities and RBAC (kubeemu.rbac) ----------------------------------------
+    @property
+    def admin(self):
+        return rbac.Identity(ADMIN_USER, [rbac.SYSTEM_MASTERS])
+
+    def _token_signature(self, claims):
+        # keyed by the admin token, which the kubeconfig keeps: a token stays valid across a restart
+        return hmac.new(self.token.encode(), claims.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def token_request(self, namespace, name, body):
+        """A TokenRequest's answer: a token of the ServiceAccount (404 when there is none), valid while
+        that ServiceAccount (its uid) exists, as a bound token is."""
+        sa = self.store.get(self.store.by_tkey[("", "serviceaccounts")], namespace, name)
+        claims = base64.urlsafe_b64encode(json.dumps(
+            [namespace, name, sa["metadata"]["uid"]]).encode()).decode().rstrip("=")
+        spec = dict((body or {}).get("spec") or {})
+        spec.setdefault("audiences", ["https://kubernetes.default.svc"])
+        spec.setdefault("expirationSeconds", 3600)
+        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + int(spec["expirationSeconds"])))
+        return {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+                "spec": spec,
+                "status": {"token": SA_TOKEN_PREFIX + claims + "." + self._token_signature(claims),
+                           "expirationTimestamp": expires}}
+
+    def authenticate(self, token):
+        """The identity of a bearer token; 401 for one the emulator did not issue, or whose ServiceAccount
+        is gone."""
+        if hmac.compare_digest(token, self.token):
+            return self.admin
+        if token.startswith(SA_TOKEN_PREFIX):
+            claims, _, signature = token[len(SA_TOKEN_PREFIX):].rpartition(".")
+            if claims and hmac.compare_digest(signature, self._token_signature(claims)):
+                namespace, name, uid = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
+                with self.store.lock:
+                    sa = self.store._get(("", "serviceaccounts"), namespace, name)
+                    if sa is not None and sa["metadata"].get("uid") == uid:
+                        return rbac.service_account_identity(namespace, name, uid)
+        raise _unauthorized()
+
+    def _bindings(self, namespace):
+        if namespace is None:
+            return list(self.store.objects.get((rbac.RBAC_GROUP, "clusterrolebindings"), {}).values())
+        return [b for (ns, _name), b in self.store.objects.get((rbac.RBAC_GROUP, "rolebindings"), {}).items()
+                if ns == namespace]
+
+    def _role_rules(self, kind, namespace, name):
+        role = self.store._get((rbac.RBAC_GROUP, "roles" if kind == "Role" else "clusterroles"), namespace, name)
+        return None if role is None else (role.get("rules") or [])
+
+    def authorize(self, identity, attrs):
+        """(allowed, reason) of kube-apiserver's authorizers for the identity and request attributes."""
+        if identity.privileged:
+            return True, ""
+        with self.store.lock:
+            return rbac.authorize(identity, attrs, self._bindings, self._role_rules)
+
+    def rules(self, identity, namespace):
+        with self.store.lock:
+            return rbac.rules_for(identity, namespace, self._bindings, self._role_rules)
 
     def reset(self):
         self.store.reset()
