@@ -5,7 +5,7 @@ Read from kubernetes/kubernetes:
 * staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go: the verb of a request (GET of a
   name is get, of a collection list, or watch with watch=true or a /watch/ path; POST create, PUT update,
   PATCH patch, DELETE of a name delete, of a collection deletecollection) and its resource, subresource,
-  name and namespace.
+  name and namespace; a list or watch with the field selector metadata.name=<name> names that object.
 * plugin/pkg/auth/authorizer/rbac/rbac.go (RuleAllows, the authorizing visitor: allowed by the first rule
   that matches, the reason naming the binding) and pkg/registry/rbac/validation/rule.go (VisitRulesFor:
   the ClusterRoleBindings first, then the RoleBindings of the request's namespace; a binding to a role
@@ -118,6 +118,20 @@ def request_verb(method, named, watch):
     if method == "DELETE":
         return "delete" if named else "deletecollection"
     return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+
+
+def selected_name(verb, field_selector):
+    """The name a list or watch asks for by the field selector metadata.name=<name> (requestinfo.go: such a
+    request is authorized as one of that object, so a rule with resource names can allow it), or ""."""
+    if verb not in ("list", "watch") or not field_selector:
+        return ""
+    for term in field_selector.split(","):
+        field, op, value = term.partition("==") if "==" in term else term.partition("=")
+        if op and field.strip() == "metadata.name" and not field.endswith("!"):
+            value = value.strip()
+            if value not in (".", "..") and "/" not in value and "%" not in value:
+                return value
+    return ""
 
 
 def _matches(rule_values, value, wildcard="*"):

@@ -554,8 +554,9 @@ class Handler(BaseHTTPRequestHandler):
         if (rt.namespaced and name is not None and ns is None) or (not rt.namespaced and ns is not None):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         watch = watch or _truthy(q.get("watch", ""))
-        self._authorize(identity, rbac.Attributes(rbac.request_verb(method, name is not None, watch), g, plural,
-                                                  sub, name, ns))
+        verb = rbac.request_verb(method, name is not None, watch)
+        self._authorize(identity, rbac.Attributes(verb, g, plural, sub,
+                                                  name or rbac.selected_name(verb, q.get("fieldSelector")), ns))
         if g == AUTHORIZATION_GROUP:
             return self._review(method, plural, name, identity, body)
         dry = q.get("dryRun") == "All"

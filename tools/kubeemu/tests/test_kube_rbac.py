@@ -161,6 +161,27 @@ def test_resource_names_subresources_and_a_missing_role(account, core, rbac_api,
         'scope: RBAC: clusterrole.rbac.authorization.k8s.io "%s" not found' % (user, missing))
 
 
+def test_a_list_selecting_one_name_is_allowed_by_a_rule_with_that_name(account, core, rbac_api,
+                                                                       cluster_objects):
+    ns, name, sa_client, user = account
+    role, binding = unique("vft-cm"), unique("vft-cm-b")
+    rbac_api.create_cluster_role({"metadata": {"name": role}, "rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["vft-monitors"],
+         "verbs": ["get", "list"]}]})
+    cluster_objects["roles"].append(role)
+    rbac_api.create_cluster_role_binding({
+        "metadata": {"name": binding}, "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": role}})
+    cluster_objects["bindings"].append(binding)
+    assert until_allowed(sa_client, verb="list", resource="configmaps", name="vft-monitors").allowed is True
+    sa_core = client.CoreV1Api(sa_client)
+    assert sa_core.list_config_map_for_all_namespaces(field_selector="metadata.name=vft-monitors").items == []
+    body = refusal(lambda: sa_core.list_config_map_for_all_namespaces())
+    assert body["message"] == ('configmaps is forbidden: User "%s" cannot list resource "configmaps" in API group '
+                               '"" at the cluster scope' % user)
+    refusal(lambda: sa_core.list_config_map_for_all_namespaces(field_selector="metadata.name=vft-other"))
+
+
 def test_a_rules_review_lists_what_the_account_may_do_in_a_namespace(account, rbac_api):
     ns, name, sa_client, _user = account
     bind_role(rbac_api, ns, name, [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
