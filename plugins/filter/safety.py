@@ -131,14 +131,19 @@ def failover_networkfence_plan(existing_results, *, failed_nodes, nodes, leases=
 
 def recovery_plans(nodes, *, names, entries=None, fence_results=None, records=None, leases=None,
                    lease_fresh_seconds=60, force=False):
-    """fence_results: networkfence_info results (a dict with `fences`, or a loop's `results`)."""
-    fences = []
+    """fence_results: networkfence_info results looped over the nodes (`item`: the node); a node whose read
+    failed for another reason than CSI-Addons not being installed is held (recovery_plan's fences_unread)."""
+    fences, unread = [], {}
     for result in _list(fence_results, 'fence_results'):
         if isinstance(result, dict):
             fences.extend(result.get('fences') or [])
+            why = _recovery.fence_read_failure(result)
+            if why:
+                for node in [result['item']] if result.get('item') else _cluster_view.failed_set(names):
+                    unread[node] = why
     return _recovery.recovery_plans(names, _list(nodes, 'nodes'), entries=_list(entries, 'entries'), fences=fences,
                                     markers=records or {}, leases=_list(leases, 'leases'),
-                                    lease_fresh=int(lease_fresh_seconds), force=bool(force))
+                                    lease_fresh=int(lease_fresh_seconds), force=bool(force), fences_unread=unread)
 
 
 def failover_records(nodes, *, names, report=None):

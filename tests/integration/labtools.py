@@ -274,6 +274,49 @@ def lab_kube(lab):
     return KubeClient(server_from_kubeconfig(path))
 
 
+# The RBAC the collection ships (issue 45): the tests run the playbooks under it
+RBAC_MANIFESTS = os.path.join(REPO, "rbac", "kubernetes")
+_RBAC_PATHS = {
+    "Namespace": "/api/v1/namespaces", "ServiceAccount": "/api/v1/namespaces/%s/serviceaccounts",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings",
+}
+
+
+def shipped_rbac(name):
+    """The objects of the shipped file rbac/kubernetes/<name>.yml."""
+    import yaml
+    with open(os.path.join(RBAC_MANIFESTS, name + ".yml")) as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc]
+
+
+def apply_objects(kube, objects):
+    """Create or replace each object, as `kubectl apply` of the file would (a merge patch replaces the lists:
+    a rule taken out of a role is gone)."""
+    for obj in objects:
+        path = _RBAC_PATHS[obj["kind"]]
+        if "%s" in path:
+            path %= obj["metadata"]["namespace"]
+        kube.apply(path, obj)
+
+
+def service_account_kubeconfig(lab, kube, namespace, name, path):
+    """A kubeconfig of the lab's API server with a token of the ServiceAccount (a TokenRequest, what
+    `kubectl create token` asks), written to `path`; the path."""
+    import yaml
+    token = kube.request("POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name), {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": []}})
+    with open(os.path.join(lab.dir, "kubeconfig")) as handle:
+        config = yaml.safe_load(handle)
+    for user in config["users"]:
+        user["user"] = {"token": token["status"]["token"]}
+    with open(path, "w") as handle:
+        yaml.safe_dump(config, handle)
+    return str(path)
+
+
 def assert_fuse_pod_replaced(kube, state):
     """After the recovery of the dead-fuse-mount scenario `state`: its stuck pod is gone, one new pod of its
     Deployment runs, and that pod's volume is a live FUSE mount again. Returns the new pod."""

@@ -73,11 +73,25 @@ def driver_fences(entries, failed_node, nodes):
     return out
 
 
+def fence_read_failure(result):
+    """Why a networkfence_info result read no fences, or None when it read them (it has `fences`), was skipped,
+    or the cluster serves no NetworkFence (CSI-Addons not installed: a 404 naming the CRD; there is no fence to
+    lift then). A failure is told by the missing `fences`, not by `failed`: the task's failed_when may clear it."""
+    if result.get('skipped') or 'fences' in result:
+        return None
+    if result.get('status') == 404 and (result.get('object') or {}).get('kind') == 'CustomResourceDefinition':
+        return None
+    return result.get('msg') or 'networkfence_info read no fences'
+
+
 def recovery_plan(node, nodes, *, entries=None, fences=None, marker=None, leases=None, lease_fresh=60,
-                  force=False, now=None):
+                  force=False, now=None, fences_unread=None):
     """What node_recover may lift for `node` (I2), once the node is proven restarted (I3).
 
-    entries: ceph_blocklist_info `entries`; fences: networkfence_info `fences`; marker: read_marker().
+    entries: ceph_blocklist_info `entries`; fences: networkfence_info `fences`; marker: read_marker();
+    fences_unread: why the NetworkFences covering the node could not be read (a refusal, a timeout), or
+    None. Then nothing of the node is lifted, force or not: its record, which names the fences its
+    failover made, would go with the rest and leave them Fenced with nothing to say so (I2).
     An entry or fence is lifted only when it covers no node other than `node` and it is `node`'s
     (an address of the node, or recorded by its failover); everything else that concerns the node is
     kept with the reason. Returns {refused, evidence, remove_addresses, remove_cidrs, unfence, kept, lifted}:
@@ -92,6 +106,15 @@ def recovery_plan(node, nodes, *, entries=None, fences=None, marker=None, leases
     if refused and force:
         evidence['forced_past'] = refused
         refused = None
+    held = None
+    if refused:
+        held = ('node %s is not proven restarted: %s' % (node, refused), 'I3')
+    if fences_unread:
+        evidence['fences_unread'] = fences_unread
+        unread = ('the NetworkFences that may cover node %s could not be read (%s): nothing of it is lifted and '
+                  'its record stays, so that no fence of it is left behind unrecorded' % (node, fences_unread))
+        refused = '; '.join(r for r in (refused, unread) if r)
+        held = (unread if held is None else held[0] + '; ' + unread, 'I2')
     own = set((facts or {}).get('addresses') or [])
     marked = set(k for k in (client_address_key(a) for a in (marker or {}).get('blocklist') or []) if k)
     marked_ips = set(k[0] for k in marked)
@@ -119,34 +142,36 @@ def recovery_plan(node, nodes, *, entries=None, fences=None, marker=None, leases
         else:
             out['kept'].append(dict(networkfence=fence.get('name'), reason=decision, invariant='I2'))
     lifts = out['remove_addresses'] or out['remove_cidrs'] or out['unfence'] or out['kept']
-    if refused and not lifts and not marker and facts is not None and facts['ready'] == 'True':
+    if refused and not lifts and not marker and not fences_unread and facts is not None and facts['ready'] == 'True':
         # Nothing of the node's is fenced and no failover recorded one: there is nothing a missing
         # proof of restart could protect (a re-run after a finished recovery ends here).
         evidence['nothing_to_lift'] = refused
         out['refused'] = refused = None
     if refused:
-        # kept, and said why: what would be lifted once the node is proven restarted
-        reason = 'node %s is not proven restarted: %s' % (node, refused)
-        out['kept'] = [dict(entry=v, reason=reason, invariant='I3') for v in out['remove_addresses'] + out['remove_cidrs']] \
-            + [dict(networkfence=v, reason=reason, invariant='I3') for v in out['unfence']] + out['kept']
+        # kept, and said why: what would be lifted once the node is proven restarted (and its fences read)
+        reason, invariant = held
+        out['kept'] = [dict(entry=v, reason=reason, invariant=invariant)
+                       for v in out['remove_addresses'] + out['remove_cidrs']] \
+            + [dict(networkfence=v, reason=reason, invariant=invariant) for v in out['unfence']] + out['kept']
         out['remove_addresses'], out['remove_cidrs'], out['unfence'], out['lifted'] = [], [], [], []
     return out
 
 
 def recovery_plans(names, nodes, *, entries=None, fences=None, markers=None, leases=None, lease_fresh=60,
-                   force=False, now=None):
+                   force=False, now=None, fences_unread=None):
     """recovery_plan() for the nodes of one failover of several (a rack) at once: one plan. Each node
     proven restarted is recovered (I3); one that is not is held: its fences stay, each in `kept` with
     the reason, and it is in `held` ({node: why}). `refused` says why when no node can be recovered.
     What is lifted is the union of what each recovered node's own plan lifts, so an entry or fence is
     lifted only when it covers that one node (I2). markers: {node: read_marker()}. Returns
     recovery_plan()'s keys (evidence by node when several) and `recovered`, `held`, `held_reason` (one
-    sentence for them, or None)."""
+    sentence for them, or None). fences_unread: {node: why its NetworkFences could not be read}."""
     names = failed_set(names)
     view = nodes if isinstance(nodes, ClusterView) else ClusterView(nodes, leases, now=now)
     fences = list(dict((f.get('name'), f) for f in fences or [] if isinstance(f, dict)).values())
     plans = [(n, recovery_plan(n, view, entries=entries, fences=fences, marker=(markers or {}).get(n),
-                               lease_fresh=lease_fresh, force=force, now=now))
+                               lease_fresh=lease_fresh, force=force, now=now,
+                               fences_unread=(fences_unread or {}).get(n)))
              for n in names]
     held = dict((n, p['refused']) for n, p in plans if p['refused'])
     recovered = [n for n, p in plans if not p['refused']]

@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+from kubeemu.client import Admin
+
 from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
 from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, told, volfence_events, wait_until, node_fence
 
@@ -113,6 +115,41 @@ def test_I3_refuses_a_node_back_without_a_reboot_unless_forced(failed_over, lab_
     forced = run_playbook(lab_inventory, RECOVER, dict(extra, force=True))
     assert forced.rc == 0, forced.stdout[-3000:]
     assert fenced not in blocklist_entries(lab)
+    assert "volfence.csi/failover" not in (kube.get("nodes", "node-b")["metadata"].get("annotations") or {})
+
+
+def test_I2_a_node_whose_networkfences_cannot_be_read_is_held_with_its_fence_and_record(
+        clean_lab, kube, incident, lab_inventory, tmp_path):
+    """A refused NetworkFence read (403, as a role without networkfences get/list gets) is not a cluster without
+    CSI-Addons: node_recover lifts nothing of the node, force or not, and keeps the record that names its fence;
+    once the read is allowed again, the fence is lifted."""
+    lab = clean_lab
+    incident("stale-rbd-watcher")
+    failover = run_playbook(lab_inventory, FAILOVER, {
+        "failed_node": "node-b", "fence_method": "networkfence", "lease_grace_seconds": 3, "wait_timeout": 60,
+        "networkfence_secret": {"name": "csi-rbd-secret", "namespace": "ceph-csi"}, "networkfence_cluster_id": "lab",
+        "report_path": str(tmp_path / "failover.json")})
+    assert failover.rc == 0, failover.stdout[-3000:]
+    assert kube.get("networkfences", "volfence-node-b")["spec"]["fenceState"] == "Fenced"
+    _revive(lab, kube, "node-b")
+    admin = Admin(kube.server)
+    message = ('networkfences.csiaddons.openshift.io is forbidden: User "system:serviceaccount:volfence:recover" '
+               'cannot list resource "networkfences" in API group "csiaddons.openshift.io" at the cluster scope')
+    admin.fault(method="GET", path_regex="/networkfences$", status=403, message=message, count=0)  # the LIST
+    try:
+        extra = {"node": "node-b", "report_path": str(tmp_path / "r.json")}
+        for force in (False, True):
+            held = run_playbook(lab_inventory, RECOVER, dict(extra, force=force))
+            assert held.rc != 0, held.stdout[-3000:]
+            # the refusal quotes the API server's (in the JSON of the run's output)
+            assert "could not be read" in held.stdout and json.dumps(message)[1:-1] in held.stdout
+            assert kube.get("networkfences", "volfence-node-b")["spec"]["fenceState"] == "Fenced"
+            assert "volfence.csi/failover" in kube.get("nodes", "node-b")["metadata"]["annotations"]
+    finally:
+        admin.clear_faults()
+    run = run_playbook(lab_inventory, RECOVER, extra)
+    assert run.rc == 0, run.stdout[-3000:]
+    assert kube.get("networkfences", "volfence-node-b")["spec"]["fenceState"] == "Unfenced"
     assert "volfence.csi/failover" not in (kube.get("nodes", "node-b")["metadata"].get("annotations") or {})
 
 

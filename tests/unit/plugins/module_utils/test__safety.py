@@ -43,6 +43,7 @@ from ansible_collections.volfence.csi.plugins.module_utils._decisions.recovery i
     driver_fences,
     entry_owner,
     node_states,
+    fence_read_failure,
     recovery_plan,
     recovery_plans,
 )
@@ -1060,6 +1061,48 @@ def test_a_rack_recovers_in_one_run_each_node_lifting_only_its_own():
     assert one == dict(recovery_plan('node-b', nodes, entries=entries, fences=[], marker=markers['node-b'], leases=leases, now=NOW),
                        recovered=['node-b'], held={}, held_reason=None)
     assert half['held_reason'] == 'node-c: ' + half['held']['node-c']
+
+
+def test_a_node_whose_fences_could_not_be_read_is_held_whole_even_forced():
+    """A refused NetworkFence read (403) is not "no CSI-Addons": lifting the rest would drop the record that
+    names the node's fences and leave them Fenced with nothing to say so (I2)."""
+    nodes = [node('node-a', ['10.0.0.11']), node('node-b', ['10.0.0.12'], boot_id='boot-b2'),
+             node('node-c', ['10.0.0.13'], boot_id='boot-c2')]
+    leases = [lease(n, 1) for n in ('node-a', 'node-b', 'node-c')]
+    entries = [dict(kind='address', entry=a, address=a, ip=a.split(':', maxsplit=1)[0], cidr=None)
+               for a in ('10.0.0.12:0/1', '10.0.0.13:0/2')]
+    markers = {'node-b': dict(boot_id='boot-b', blocklist=['10.0.0.12:0/1'], networkfences=['volfence-node-b']),
+               'node-c': dict(boot_id='boot-c', blocklist=['10.0.0.13:0/2'], networkfences=[])}
+    refusal = ('Failed to list NetworkFence | /apis/csiaddons.openshift.io/v1alpha1/networkfences: 403 Forbidden: '
+               'networkfences.csiaddons.openshift.io is forbidden')
+    for force in (False, True):
+        plan = recovery_plans(RACK, nodes, entries=entries, fences=[], markers=markers, leases=leases, now=NOW,
+                              force=force, fences_unread={'node-b': refusal})
+        assert plan['recovered'] == ['node-c'] and list(plan['held']) == ['node-b']
+        assert plan['remove_addresses'] == ['10.0.0.13:0/2'] and plan['unfence'] == []
+        [kept] = [k for k in plan['kept'] if k.get('entry') == '10.0.0.12:0/1']
+        assert kept['invariant'] == 'I2' and refusal in kept['reason'] and kept['node'] == 'node-b'
+        assert plan['evidence']['node-b']['fences_unread'] == refusal
+    # one node, nothing of it fenced or recorded: still held, since what covers it is not known
+    alone = recovery_plan('node-a', nodes, entries=[], fences=[], marker=None, leases=leases, now=NOW,
+                          fences_unread=refusal)
+    assert alone['refused'] and 'could not be read' in alone['refused']
+
+
+def test_a_fence_read_fails_the_recovery_unless_the_cluster_has_no_networkfences():
+    assert fence_read_failure(dict(fences=[], failed=False)) is None
+    assert fence_read_failure(dict(skipped=True)) is None
+    not_installed = dict(failed=True, msg='The cluster does not serve ...', status=404,
+                         object=dict(kind='CustomResourceDefinition', name='networkfences.csiaddons.openshift.io'))
+    assert fence_read_failure(not_installed) is None
+    assert fence_read_failure(dict(failed=True, msg='403 Forbidden: no', status=403)) == '403 Forbidden: no'
+    # failed_when: false clears `failed`; the missing fences still tell
+    assert fence_read_failure(dict(failed=False, failed_when_result=False, msg='403 Forbidden: no', status=403)) \
+        == '403 Forbidden: no'
+    # a 404 of something else (the fence named) is a failure too
+    assert fence_read_failure(dict(failed=True, msg='NetworkFence x not found',
+                                   object=dict(kind='NetworkFence', name='x'))) == 'NetworkFence x not found'
+    assert fence_read_failure(dict(failed=True)) == 'networkfence_info read no fences'
 
 
 def test_node_states_name_what_recover_undoes():
