@@ -286,10 +286,12 @@ _RBAC_PATHS = {
 
 
 def shipped_rbac(name):
-    """The objects of the shipped file rbac/kubernetes/<name>.yml."""
+    """The objects of the shipped file rbac/kubernetes/<name>.yml (one v1 List, as kubectl applies it)."""
     import yaml
     with open(os.path.join(RBAC_MANIFESTS, name + ".yml")) as handle:
-        return [doc for doc in yaml.safe_load_all(handle) if doc]
+        document = yaml.safe_load(handle)
+    assert document["kind"] == "List", name
+    return document["items"]
 
 
 def apply_objects(kube, objects):
