@@ -33,6 +33,9 @@ description:
     its name), one Connected per Ready node.
   - C(node-fences) - the C(volfence.csi.node_fences) role's pre-created fences of O(node_fences_set), one per
     node, Unfenced, with the node's current addresses (an outdated CIDR fences the wrong address).
+  - C(kubernetes-rights) - the identity in use holds every Kubernetes right of O(rights), asked of the API server
+    one by one (SelfSubjectAccessReview); each missing one is named as C(kubectl auth can-i) asks it, with what
+    needs it. The collection ships these rights as ClusterRoles in C(rbac/kubernetes/).
   - Read-only. The C(volfence.csi.readiness) playbook adds the Ceph side and writes the report.
 author:
   - volfence.csi maintainers (@volfence)
@@ -64,6 +67,14 @@ options:
     type: list
     elements: str
     default: [InternalIP]
+  rights:
+    description:
+      - The duty whose Kubernetes rights the C(kubernetes-rights) check asks for. V(failover) - what the playbooks
+        that act need (C(rbac/kubernetes/volfence-failover.yml), which includes the read-only rights); V(read) - what
+        diagnose, readiness and the event source need (C(rbac/kubernetes/volfence-read.yml)); V(none) - no check.
+    type: str
+    choices: [failover, read, none]
+    default: failover
 seealso:
   - module: volfence.csi.networkfence_info
   - module: volfence.csi.ceph_blocklist_info
@@ -89,6 +100,13 @@ checks:
   elements: dict
   sample: [{check: node-address-sharing, verdict: fail, detail: "addresses listed by more than one node: 10.0.0.5
             (worker2, worker5)", fix: "never fenced (invariant I1): give each node an address of its own"}]
+missing_rights:
+  description: The rights of O(rights) the identity lacks, each as C(kubectl auth can-i) asks it; empty when it holds
+    them all or O(rights=none).
+  returned: always
+  type: list
+  elements: str
+  sample: ["kubectl auth can-i patch nodes --all-namespaces"]
 verdict:
   description: The worst verdict of the checks.
   returned: always
@@ -107,6 +125,8 @@ from ansible_collections.volfence.csi.plugins.module_utils._k8s.networkfence_ops
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.node_fences import option_problems
 from ansible_collections.volfence.csi.plugins.module_utils._decisions.readiness import (
     address_checks, ceph_csi_checks, csi_addons_checks, node_fences_check, overall, version_check)
+from ansible_collections.volfence.csi.plugins.module_utils._decisions.rights import (
+    review_attributes, rights_check, rights_for)
 
 
 def main():
@@ -116,6 +136,7 @@ def main():
             node_fences_set=dict(type='str', default='default'),
             node_fences_name_prefix=dict(type='str', default='volfence-'),
             address_types=dict(type='list', elements='str', default=['InternalIP']),
+            rights=dict(type='str', choices=['failover', 'read', 'none'], default='failover'),
         ),
         supports_check_mode=True,
     )
@@ -143,6 +164,14 @@ def main():
         operator_drivers = []
         if api.served('csi.ceph.io', 'v1', 'drivers'):
             operator_drivers = api.list(resource_path('csi.ceph.io', 'v1', 'drivers'), what=('Driver', None))
+        answers = []
+        if p['rights'] != 'none':
+            for right in rights_for(p['rights']):
+                review = api.create(resource_path('authorization.k8s.io', 'v1', 'selfsubjectaccessreviews'),
+                                    dict(apiVersion='authorization.k8s.io/v1', kind='SelfSubjectAccessReview',
+                                         spec=dict(resourceAttributes=review_attributes(right))),
+                                    what=('SelfSubjectAccessReview', None))
+                answers.append((right, bool((review.get('status') or {}).get('allowed'))))
     except K8sError as exc:
         module.fail_json(**exc.fail_kwargs())
     checks = [version_check(version)]
@@ -153,7 +182,12 @@ def main():
     if fences_served:
         checks.append(node_fences_check(nodes, fences, p['node_fences_set'], p['node_fences_name_prefix'],
                                         p['address_types']))
-    module.exit_json(changed=False, checks=checks, verdict=overall(checks), server_version=version)
+    missing = []
+    if p['rights'] != 'none':
+        checks.append(rights_check(p['rights'], answers))
+        missing = checks[-1].pop('missing')
+    module.exit_json(changed=False, checks=checks, verdict=overall(checks), server_version=version,
+                     missing_rights=missing)
 
 
 if __name__ == '__main__':

@@ -228,6 +228,21 @@ def api_error(method, path, status, reason, data, *, what=None):
                        path=path, obj=obj)
 
 
+def discovery_refusal(exc, where=''):
+    """The K8sApiError of the API server's 401 or 403 to kubernetes.core's discovery (its ForbiddenError or
+    UnauthorizedError, raised from get_api_client), told as such, not as a kubeconfig that cannot be loaded."""
+    refusal = api_error('GET', 'API discovery', exc.status, getattr(exc, 'reason', None), getattr(exc, 'body', None))
+    if exc.status == 401:
+        why = 'the credentials are not accepted (a token expired, revoked or of a deleted ServiceAccount?)'
+    else:
+        why = ('the identity may not read the discovery paths (/version, /api, /apis), which every authenticated '
+               'identity may through the ClusterRole system:discovery')
+    refusal.msg = 'The Kubernetes API%s refused API discovery: %s %s%s; %s; nothing was done' % (
+        where, refusal.status, refusal.reason or '', ': %s' % refusal.api_message if refusal.api_message else '', why)
+    refusal.args = (refusal.msg,)
+    return refusal
+
+
 # --------------------------------------------------------------------------- the API
 
 class KubeApi(object):
@@ -586,6 +601,8 @@ def connect_params(params):
         # discovery errors, unreachable server, bad kubeconfig content
         host = auth.get('host') or _configured_host()
         where = (' at %s' % host) if host else ''
+        if getattr(exc, 'status', None) in (401, 403):
+            raise discovery_refusal(exc, where)
         if isinstance(exc, ConnectionError) or (urllib3 is not None and isinstance(exc, urllib3.exceptions.HTTPError)):
             raise K8sConnectionError('The Kubernetes API%s is not reachable: %s; nothing was done'
                                      % (where, transport_reason(exc)))

@@ -39,13 +39,21 @@ def test_diagnose_and_readiness_run_under_the_read_only_role(shipped, incident, 
     assert run.rc == 0, run.stdout[-3000:]
     pods = dict((p["pod"], p) for p in json.loads(report.read_text())["pods"])
     assert pods[state["stuck_pod"]]["incident"] == "stale-rbd-watcher"
-    readiness = run_playbook(lab_inventory, playbook("readiness"), {
-        "volfence_kubeconfig": shipped["read"], "report_path": str(tmp_path / "readiness.json")})
-    assert "forbidden" not in readiness.stdout.lower(), readiness.stdout[-3000:]
-    data = json.loads((tmp_path / "readiness.json").read_text())
-    checks = dict((c["check"], c["verdict"]) for c in data["checks"])
-    assert data["failed_step"] is None
-    assert checks["csidriver"] == checks["csi-addons"] == checks["csiaddonsnode"] == "pass", checks
+    for rights in ("read", "failover"):
+        readiness = run_playbook(lab_inventory, playbook("readiness"), {
+            "volfence_kubeconfig": shipped["read"], "rights": rights, "report_path": str(tmp_path / "readiness.json")})
+        assert "forbidden" not in readiness.stdout.lower(), readiness.stdout[-3000:]
+        data = json.loads((tmp_path / "readiness.json").read_text())
+        checks = dict((c["check"], c) for c in data["checks"])
+        assert data["failed_step"] is None
+        assert [checks[c]["verdict"] for c in ("csidriver", "csi-addons", "csiaddonsnode")] == ["pass"] * 3, checks
+        if rights == "read":   # the read-only token holds what the read-only playbooks need
+            assert checks["kubernetes-rights"]["verdict"] == "pass", checks["kubernetes-rights"]
+        else:                  # and readiness names, before an outage, what a failover would be refused
+            assert readiness.rc != 0 and checks["kubernetes-rights"]["verdict"] == "fail"
+            assert "kubectl auth can-i patch nodes --all-namespaces" in checks["kubernetes-rights"]["detail"]
+            assert "kubectl auth can-i create events.events.k8s.io --all-namespaces" in \
+                checks["kubernetes-rights"]["detail"]
 
 
 @never_releases

@@ -60,9 +60,9 @@ def test_a_lab_ready_for_fencing_passes_every_check(fencing_ready, lab_inventory
     assert set(checks) == {"kubernetes-version", "node-addresses", "node-address-sharing", "csidriver",
                            "controller-publish-secret", "ceph-csi-fencing", "csi-addons",
                            "networkfence-class", "csiaddonsnode", "csiaddonsnode-controller", "csiaddonsnode-nodes",
-                           "node-fences", "ceph-connection", "ceph-versions", "ceph-range-fence",
+                           "node-fences", "kubernetes-rights", "ceph-connection", "ceph-versions", "ceph-range-fence",
                            "ceph-fence-permission"}
-    assert "fencing readiness: PASS, 16 pass, 0 warn, 0 fail" in run.stdout
+    assert "fencing readiness: PASS, 17 pass, 0 warn, 0 fail" in run.stdout
     assert checks["ceph-csi-fencing"]["fences"] == ["volfence.csi node_failover",
                                                     "ceph-csi on detach (out-of-service taint)"]
     assert PROBE not in blocklist_entries(fencing_ready)  # the probe entry is gone again

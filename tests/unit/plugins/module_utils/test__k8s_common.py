@@ -355,6 +355,25 @@ def connected(server, tmp_path, **params):
     return api
 
 
+@pytest.mark.parametrize('status, words', [(401, 'credentials are not accepted'), (403, 'system:discovery')])
+def test_a_refused_discovery_is_told_as_the_api_servers_refusal(kube_server, tmp_path, status, words):
+    """The API server's 401 or 403 to kubernetes.core's discovery (a revoked token, a role without discovery)
+    is said to be that, with the server's message, not a kubeconfig that could not be loaded."""
+    message = 'forbidden: User "system:serviceaccount:volfence:x" cannot get path "/version"'
+    kube_server.route = lambda method, path, body: (status, dict(
+        kind='Status', apiVersion='v1', metadata={}, status='Failure', code=status,
+        reason='Unauthorized' if status == 401 else 'Forbidden', message='Unauthorized' if status == 401 else message))
+    with pytest.raises(_k8s_common.K8sError) as info:
+        connected(kube_server, tmp_path)
+    error = info.value
+    assert error.msg.startswith('The Kubernetes API at http://127.0.0.1:%d refused API discovery: %d '
+                                % (kube_server.port, status)), error.msg
+    assert words in error.msg and error.msg.endswith('nothing was done') and 'could not be loaded' not in error.msg
+    assert error.status == status
+    if status == 403:
+        assert message in error.msg and error.api_message == message
+
+
 def test_requests_go_out_with_the_kubeconfig_token_our_agent_and_the_impersonation(kube_server, tmp_path):
     api = connected(kube_server, tmp_path, impersonate_user='alice', impersonate_groups=['ops', 'audit'])
     assert api.get('/api/v1/nodes/n1', what=('Node', 'n1'))['metadata']['uid'] == 'u-1'
