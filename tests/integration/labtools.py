@@ -304,6 +304,15 @@ def apply_objects(kube, objects):
         kube.apply(path, obj)
 
 
+def delete_objects(kube, objects):
+    """Delete what apply_objects made, last first (the Namespace, with what is in it, at the end)."""
+    for obj in reversed(objects):
+        path = _RBAC_PATHS[obj["kind"]]
+        if "%s" in path:
+            path %= obj["metadata"]["namespace"]
+        kube.delete(path + "/" + obj["metadata"]["name"])
+
+
 def service_account_kubeconfig(lab, kube, namespace, name, path):
     """A kubeconfig of the lab's API server with a token of the ServiceAccount (a TokenRequest, what
     `kubectl create token` asks), written to `path`; the path."""

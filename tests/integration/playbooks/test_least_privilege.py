@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from labtools import (REPO, apply_objects, blocklist_entries, run_playbook, service_account_kubeconfig, shipped_rbac,
-                      wait_until)
+from labtools import (REPO, apply_objects, blocklist_entries, delete_objects, run_playbook, service_account_kubeconfig,
+                      shipped_rbac, wait_until)
 
 # For the failovers: Kubernetes' own eviction and force detach never come (clocks `never`), the playbooks do
 # the work.
@@ -24,11 +24,13 @@ def playbook(name):
 @pytest.fixture
 def shipped(clean_lab, kube, tmp_path):
     """{"read": kubeconfig, "failover": kubeconfig}: the shipped files applied as they are, and a kubeconfig with
-    a token of each of their ServiceAccounts."""
-    apply_objects(kube, shipped_rbac("volfence-read") + shipped_rbac("volfence-failover"))
-    return dict((duty, service_account_kubeconfig(clean_lab, kube, NAMESPACE, "volfence-" + duty,
-                                                  tmp_path / ("kubeconfig-" + duty)))
-                for duty in ("read", "failover"))
+    a token of each of their ServiceAccounts; the objects are deleted after the test."""
+    objects = shipped_rbac("volfence-read") + shipped_rbac("volfence-failover")
+    apply_objects(kube, objects)
+    yield dict((duty, service_account_kubeconfig(clean_lab, kube, NAMESPACE, "volfence-" + duty,
+                                                 tmp_path / ("kubeconfig-" + duty)))
+               for duty in ("read", "failover"))
+    delete_objects(kube, objects)
 
 
 def test_diagnose_and_readiness_run_under_the_read_only_role(shipped, incident, lab_inventory, tmp_path):
