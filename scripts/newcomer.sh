@@ -43,6 +43,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A stop (SIGTERM, as a CI timeout sends it, or Ctrl-C) goes to the running phase's process group, and the folder
+# is removed only once that group has ended: run_tests.py takes its labs down from the clone's own virtualenv.
+PHASE_GROUP=""
+# shellcheck disable=SC2317
+stop_phase() {
+    [ -n "$PHASE_GROUP" ] || return 0
+    echo "newcomer.sh: stopping the running phase (process group $PHASE_GROUP) ..." >&2
+    kill -TERM -- "-$PHASE_GROUP" 2>/dev/null
+    local waited=0
+    while kill -0 -- "-$PHASE_GROUP" 2>/dev/null && [ "$waited" -lt 600 ]; do
+        sleep 0.2
+        waited=$((waited + 1))
+    done
+}
+trap 'stop_phase; exit 143' TERM
+trap 'stop_phase; exit 130' INT
+
 export HOME="$WORK/home" XDG_CACHE_HOME="$WORK/home/.cache" PIP_CACHE_DIR="$WORK/home/.cache/pip"
 unset VOLFENCE_CEPH_ROOTS LAB_PREFIX LAB_DIR LAB_SLOT LAB_NODES KUBECONFIG VIRTUAL_ENV PYTHONPATH
 cd "$WORK/clone" || exit 1
@@ -53,8 +70,13 @@ phase() {  # NAME LOG CMD...: run, time, remember
     shift 2
     started=$(date +%s)
     echo "newcomer.sh: $name ($*) ... (log: $log)"
-    "$@" >"$log" 2>&1
+    # a process group of its own (setsid: a background job of this non-interactive shell leads no group, so
+    # setsid does not fork and $! is the group), so that a stop reaches every process of the phase
+    setsid "$@" >"$log" 2>&1 &
+    PHASE_GROUP=$!
+    wait "$PHASE_GROUP"
     rc=$?
+    PHASE_GROUP=""
     PHASES+=("$name|$(( $(date +%s) - started ))|$rc")
     echo "newcomer.sh: $name: rc=$rc in $(( $(date +%s) - started )) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
     return $rc
