@@ -22,7 +22,7 @@ LEASE_NAMESPACE = 'kube-node-lease'
 MONITOR_CONFIGMAPS = ('ceph-csi-config', 'rook-ceph-csi-config')
 
 
-def _rights(duty, verbs, group, resources, why, subresource='', names=(), namespace=''):
+def _rights(duty, verbs, group, resources, *, why, subresource='', names=(), namespace=''):
     return [dict(duty=duty, verb=verb, group=group, resource=resource, subresource=subresource, name=name,
                  namespace=namespace, why=why)
             for resource in resources for verb in verbs for name in (names or ('',))]
@@ -32,28 +32,28 @@ def _rights(duty, verbs, group, resources, why, subresource='', names=(), namesp
 _READ = (
     _rights(READ, ('get', 'list', 'watch'), '', ('nodes', 'pods', 'persistentvolumeclaims', 'persistentvolumes',
                                                  'events'),
-            'the failed nodes, their pods, claims and volumes, the pods\' Warning Events')
-    + _rights(READ, ('get', 'list', 'watch'), 'storage.k8s.io', ('volumeattachments',), 'the attachments')
-    + _rights(READ, ('list',), 'storage.k8s.io', ('csidrivers', 'storageclasses'), 'readiness: the CSI drivers')
-    + _rights(READ, ('list',), 'apps', ('deployments',), 'readiness: the CSI controller plugins')
-    + _rights(READ, ('list',), 'csi.ceph.io', ('drivers',), 'readiness: ceph-csi-operator\'s Drivers')
+            why='the failed nodes, their pods, claims and volumes, the pods\' Warning Events')
+    + _rights(READ, ('get', 'list', 'watch'), 'storage.k8s.io', ('volumeattachments',), why='the attachments')
+    + _rights(READ, ('list',), 'storage.k8s.io', ('csidrivers', 'storageclasses'), why='readiness: the CSI drivers')
+    + _rights(READ, ('list',), 'apps', ('deployments',), why='readiness: the CSI controller plugins')
+    + _rights(READ, ('list',), 'csi.ceph.io', ('drivers',), why='readiness: ceph-csi-operator\'s Drivers')
     + _rights(READ, ('get', 'list'), 'csiaddons.openshift.io', ('networkfences', 'networkfenceclasses',
-                                                                'csiaddonsnodes'), 'the NetworkFences')
-    + _rights(READ, ('get', 'list', 'watch'), 'coordination.k8s.io', ('leases',), 'the nodes\' heartbeats',
+                                                                'csiaddonsnodes'), why='the NetworkFences')
+    + _rights(READ, ('get', 'list', 'watch'), 'coordination.k8s.io', ('leases',), why='the nodes\' heartbeats',
               namespace=LEASE_NAMESPACE)
 )
 # node_failover, node_recover, rbd_lock_cleanup, volumeattachment_cleanup, fuse_mount_recovery: the read rights too
 _FAILOVER = (
-    _rights(FAILOVER, ('patch',), '', ('nodes',), 'the failover\'s record and taint on the node, uncordon')
-    + _rights(FAILOVER, ('delete',), '', ('pods',), 'force-delete or restart the pods')
+    _rights(FAILOVER, ('patch',), '', ('nodes',), why='the failover\'s record and taint on the node, uncordon')
+    + _rights(FAILOVER, ('delete',), '', ('pods',), why='force-delete or restart the pods')
     + _rights(FAILOVER, ('delete', 'patch'), 'storage.k8s.io', ('volumeattachments',),
-              'delete stale attachments (patch: force_detach)')
-    + _rights(FAILOVER, ('create', 'patch'), 'csiaddons.openshift.io', ('networkfences',), 'fence and unfence')
+              why='delete stale attachments (patch: force_detach)')
+    + _rights(FAILOVER, ('create', 'patch'), 'csiaddons.openshift.io', ('networkfences',), why='fence and unfence')
     + _rights(FAILOVER, ('patch',), 'csiaddons.openshift.io', ('networkfences',),
-              'clear a fence\'s last result before waiting', subresource='status')
-    + _rights(FAILOVER, ('get', 'list'), '', ('configmaps',), 'ceph-csi\'s Ceph monitors, which no fence may cut',
+              why='clear a fence\'s last result before waiting', subresource='status')
+    + _rights(FAILOVER, ('get', 'list'), '', ('configmaps',), why='ceph-csi\'s Ceph monitors, which no fence may cut',
               names=MONITOR_CONFIGMAPS)
-    + _rights(FAILOVER, ('create',), 'events.k8s.io', ('events',), 'the Events that tell each step')
+    + _rights(FAILOVER, ('create',), 'events.k8s.io', ('events',), why='the Events that tell each step')
 )
 RIGHTS = tuple(_READ + _FAILOVER)
 
