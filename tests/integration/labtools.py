@@ -294,23 +294,29 @@ def shipped_rbac(name):
     return document["items"]
 
 
+def _collection_path(obj):
+    path = _RBAC_PATHS[obj["kind"]]
+    return path % obj["metadata"]["namespace"] if "%s" in path else path
+
+
 def apply_objects(kube, objects):
     """Create or replace each object, as `kubectl apply` of the file would (a merge patch replaces the lists:
     a rule taken out of a role is gone)."""
     for obj in objects:
-        path = _RBAC_PATHS[obj["kind"]]
-        if "%s" in path:
-            path %= obj["metadata"]["namespace"]
-        kube.apply(path, obj)
+        kube.apply(_collection_path(obj), obj)
 
 
 def delete_objects(kube, objects):
     """Delete what apply_objects made, last first (the Namespace, with what is in it, at the end)."""
     for obj in reversed(objects):
-        path = _RBAC_PATHS[obj["kind"]]
-        if "%s" in path:
-            path %= obj["metadata"]["namespace"]
-        kube.delete(path + "/" + obj["metadata"]["name"])
+        kube.delete(_collection_path(obj) + "/" + obj["metadata"]["name"])
+
+
+def revive_node(lab, kube, node):
+    """The node back as after a reboot (old clients gone, kubelet back), once it is Ready again."""
+    lab.lab("revive-node", node)
+    assert wait_until(lambda: [c for c in kube.get("nodes", node)["status"]["conditions"]
+                               if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
 
 
 def service_account_kubeconfig(lab, kube, namespace, name, path):

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from labtools import (REPO, apply_objects, blocklist_entries, delete_objects, run_playbook, service_account_kubeconfig,
-                      shipped_rbac, wait_until)
+from labtools import (REPO, apply_objects, blocklist_entries, delete_objects, revive_node, run_playbook,
+                      service_account_kubeconfig, shipped_rbac)
 
 # For the failovers: Kubernetes' own eviction and force detach never come (clocks `never`), the playbooks do
 # the work.
@@ -91,9 +91,7 @@ def test_failover_and_recovery_with_a_networkfence_run_under_the_failover_role(
     assert report["failed_steps"] == [] and gone == [state["old_pod"]]
     assert "could not be posted" not in failover.stdout  # its Events too
     assert kube.get("networkfences", "volfence-node-b")["spec"]["fenceState"] == "Fenced"
-    lab.lab("revive-node", "node-b")
-    assert wait_until(lambda: [c for c in kube.get("nodes", "node-b")["status"]["conditions"]
-                               if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
+    revive_node(lab, kube, "node-b")
     recover = run_playbook(lab_inventory, playbook("node_recover"), {
         "volfence_kubeconfig": shipped["failover"], "node": "node-b", "report_path": str(tmp_path / "recover.json")})
     assert recover.rc == 0, recover.stdout[-3000:]

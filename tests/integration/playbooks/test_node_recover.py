@@ -8,7 +8,8 @@ import pytest
 from kubeemu.client import Admin
 
 from failing_hosts import FAILED, UNREACHABLE, inventory_with_failing_hosts, stopped_with_report
-from labtools import REPO, blocklist_entries, run_playbook, running_elsewhere, told, volfence_events, wait_until, node_fence
+from labtools import (REPO, blocklist_entries, node_fence, revive_node, run_playbook, running_elsewhere, told,
+                      volfence_events, wait_until)
 
 # Kubernetes' own eviction and force detach never come (clocks `never`): no test here passes by
 # waiting for Kubernetes.
@@ -60,9 +61,7 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     assert refused.rc != 0 and "refusing to unfence node-b: node node-b is not Ready" in refused.stdout
     assert fenced in blocklist_entries(lab)
 
-    lab.lab("revive-node", "node-b")  # power-cycled: old clients gone, kubelet back
-    assert wait_until(lambda: [c for c in kube.get("nodes", "node-b")["status"]["conditions"]
-                               if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
+    revive_node(lab, kube, "node-b")  # power-cycled: old clients gone, kubelet back
 
     events_before = volfence_events(kube)
     check = run_playbook(lab_inventory, RECOVER, extra, check=True)
@@ -91,18 +90,12 @@ def test_refuses_while_the_node_is_still_down_then_recovers(failed_over, lab_inv
     assert told(kube, events_after) == []
 
 
-def _revive(lab, kube, node):
-    lab.lab("revive-node", node)
-    assert wait_until(lambda: [c for c in kube.get("nodes", node)["status"]["conditions"]
-                               if c["type"] == "Ready"][0]["status"] == "True", timeout=15)
-
-
 def test_I3_refuses_a_node_back_without_a_reboot_unless_forced(failed_over, lab_inventory, tmp_path):
     """Issue 11 item 2/I3: Ready again with the bootID it had when fenced (a kubelet restart, not a
     reboot) is no proof that its old clients are gone."""
     lab, state, kube, _report = failed_over
     fenced = node_fence(state)[0]
-    _revive(lab, kube, "node-b")
+    revive_node(lab, kube, "node-b")
     record = json.loads(kube.get("nodes", "node-b")["metadata"]["annotations"]["volfence.csi/failover"])
     assert record["blocklist"] == [fenced]
     # The kubelet came back on the same boot: the node reports the bootID the failover recorded.
@@ -131,7 +124,7 @@ def test_I2_a_node_whose_networkfences_cannot_be_read_is_held_with_its_fence_and
         "report_path": str(tmp_path / "failover.json")})
     assert failover.rc == 0, failover.stdout[-3000:]
     assert kube.get("networkfences", "volfence-node-b")["spec"]["fenceState"] == "Fenced"
-    _revive(lab, kube, "node-b")
+    revive_node(lab, kube, "node-b")
     admin = Admin(kube.server)
     message = ('networkfences.csiaddons.openshift.io is forbidden: User "system:serviceaccount:volfence:recover" '
                'cannot list resource "networkfences" in API group "csiaddons.openshift.io" at the cluster scope')
@@ -163,7 +156,7 @@ def test_I2_keeps_what_also_covers_another_dead_node(failed_over, lab_inventory,
     lab.ceph("osd", "blocklist", "range", "add", subnet, "3600")
     lab.ceph("osd", "blocklist", "add", node_c, "3600")
     try:
-        _revive(lab, kube, "node-b")
+        revive_node(lab, kube, "node-b")
         run = run_playbook(lab_inventory, RECOVER, {"node": "node-b", "report_path": str(tmp_path / "r.json")})
         assert run.rc == 0, run.stdout[-3000:]
         report = json.loads((tmp_path / "r.json").read_text())
@@ -199,7 +192,7 @@ def test_mixed_node_recovers_and_reports_the_volumes_it_did_not_touch(mixed_fail
     lab, state, kube = mixed_failed_over
     fenced = node_fence(state)[0]
     other, orphan = state["other"], state["orphan"]
-    _revive(lab, kube, "node-b")
+    revive_node(lab, kube, "node-b")
     run = run_playbook(lab_inventory, RECOVER, {"node": "node-b", "report_path": str(tmp_path / "r.json")})
     assert run.rc == 0, run.stdout[-3000:]
     report = json.loads((tmp_path / "r.json").read_text())
@@ -262,7 +255,7 @@ def test_someone_elses_out_of_service_taint_is_reported_and_left_unless_told(cle
     assert report["out_of_service_taint_added"] == []
 
     add_taint(theirs)
-    _revive(lab, kube, "node-b")
+    revive_node(lab, kube, "node-b")
     extra = {"node": "node-b", "failover_report": str(failover), "report_path": str(tmp_path / "r.json")}
     recovered = run_playbook(lab_inventory, RECOVER, extra)
     assert recovered.rc == 0, recovered.stdout[-3000:]
@@ -287,7 +280,7 @@ def test_a_failing_or_unreachable_host_is_named_in_the_report_and_nothing_is_lif
     entry, the out-of-service taint and the record stay), and fails."""
     lab, state, kube, failover_report = failed_over
     fenced = node_fence(state)[0]
-    _revive(lab, kube, "node-b")
+    revive_node(lab, kube, "node-b")
     extra = {"node": "node-b", "failover_report": str(failover_report), "report_path": str(tmp_path / "r.json")}
 
     def held():
