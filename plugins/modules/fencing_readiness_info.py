@@ -88,6 +88,15 @@ EXAMPLES = r'''
 - name: The checks that do not pass, and their fix
   ansible.builtin.debug:
     msg: "{{ readiness.checks | rejectattr('verdict', 'equalto', 'pass') | list }}"
+
+- name: With the read-only token of a diagnosis job - does it hold what diagnose and readiness need?
+  volfence.csi.fencing_readiness_info:
+    rights: read
+  register: read_only
+
+- name: The rights it lacks, as kubectl auth can-i asks them
+  ansible.builtin.debug:
+    var: read_only.missing_rights
 '''
 
 RETURN = r'''
